@@ -1,0 +1,69 @@
+"""hetero-constructs: SageMaker heterogeneous-cluster training as AWS CDK constructs.
+
+The core (spec, rules, request builder) is imported eagerly and never imports the CDK, so the
+submit Lambda can use it. The CDK constructs are loaded on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from hetero_constructs.core import (
+    Deployment,
+    DistributedTraining,
+    Framework,
+    InstanceGroup,
+    Launcher,
+    LauncherConfig,
+    MetricDefinition,
+    Plan,
+    SmddpCollective,
+    SpecValidationError,
+    TrainingChannel,
+    TrainingSpec,
+    Violation,
+    build_request,
+    distribution_from_sdk_dict,
+    load_spec_file,
+    plan,
+    spec_from_dict,
+    validate,
+)
+
+# Names served by the CDK layer, imported on first access (aws_cdk takes about a second).
+_LAZY: dict[str, str] = {}
+
+if TYPE_CHECKING:
+    pass
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'hetero_constructs' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
+
+
+__all__ = [
+    "Deployment",
+    "DistributedTraining",
+    "Framework",
+    "InstanceGroup",
+    "Launcher",
+    "LauncherConfig",
+    "MetricDefinition",
+    "Plan",
+    "SmddpCollective",
+    "SpecValidationError",
+    "TrainingChannel",
+    "TrainingSpec",
+    "Violation",
+    "build_request",
+    "distribution_from_sdk_dict",
+    "load_spec_file",
+    "plan",
+    "spec_from_dict",
+    "validate",
+    *_LAZY,
+]

@@ -1,0 +1,191 @@
+"""What every rule sees: the spec, the deployment inputs, and facts derived from them once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from hetero_constructs.core import catalog
+from hetero_constructs.core.spec import (
+    InstanceGroup,
+    Launcher,
+    LauncherConfig,
+    SmddpCollective,
+    TrainingSpec,
+)
+
+TokenPredicate = Callable[[Any], bool]
+
+
+def never_a_token(_: Any) -> bool:
+    return False
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Values that come from where the job is deployed rather than from the spec.
+
+    Each one overrides the spec's own value when given. ``submit_directory`` is the S3 URI of
+    the packaged ``source_dir`` (the constructs upload it as a CDK asset).
+    """
+
+    job_name: str | None = None
+    role_arn: str | None = None
+    region: str | None = None
+    submit_directory: str | None = None
+    image_uri: str | None = None
+    output_path: str | None = None
+    account: str | None = None
+
+
+class RuleContext:
+    """The spec plus derived facts; cached so each is computed once per validation."""
+
+    def __init__(
+        self,
+        spec: TrainingSpec,
+        deployment: Deployment | None = None,
+        is_token: TokenPredicate = never_a_token,
+    ) -> None:
+        self.spec = spec
+        self.deployment = deployment or Deployment()
+        self.is_token = is_token
+
+    def known(self, value: Any) -> bool:
+        """A value that is present and concrete (not a CDK token to be resolved at deploy)."""
+        return value is not None and not self.is_token(value)
+
+    # -- deployment inputs, deployment first --------------------------------------------------
+
+    @cached_property
+    def region(self) -> str | None:
+        return self.deployment.region or self.spec.region
+
+    @cached_property
+    def role_arn(self) -> str | None:
+        return self.deployment.role_arn or self.spec.role
+
+    @cached_property
+    def output_path(self) -> str | None:
+        return self.deployment.output_path or self.spec.output_path
+
+    @cached_property
+    def explicit_image_uri(self) -> str | None:
+        return self.deployment.image_uri or self.spec.image_uri
+
+    # -- distribution ---------------------------------------------------------------------------
+
+    @cached_property
+    def launchers(self) -> tuple[LauncherConfig, ...]:
+        return self.spec.distribution.launchers if self.spec.distribution else ()
+
+    @cached_property
+    def launcher(self) -> LauncherConfig | None:
+        """The launcher when exactly one is set; rules about combinations handle the rest."""
+        return self.launchers[0] if len(self.launchers) == 1 else None
+
+    @cached_property
+    def launcher_kind(self) -> Launcher | None:
+        return self.launcher.kind if self.launcher else None
+
+    @cached_property
+    def model_parallel(self) -> bool:
+        return bool(self.spec.distribution and self.spec.distribution.model_parallel_parameters is not None)
+
+    @cached_property
+    def requested_distribution_groups(self) -> tuple[str, ...]:
+        return self.spec.distribution.instance_groups if self.spec.distribution else ()
+
+    @cached_property
+    def distribution_group(self) -> InstanceGroup | None:
+        """The instance group that runs the launcher, when it is unambiguous.
+
+        One group named in the distribution that exists, or, with no group named, the only
+        group of the cluster (chosen automatically as the SDK does).
+        """
+        if not self.spec.instance_groups or not self.launchers:
+            return None
+        requested = self.requested_distribution_groups
+        if len(requested) == 1:
+            return self.spec.group(requested[0])
+        if not requested and len(self.spec.instance_groups) == 1:
+            return self.spec.instance_groups[0]
+        return None
+
+    @cached_property
+    def distribution_instance_type(self) -> str | None:
+        """The instance type the launcher runs on: the distribution group's, or the cluster's."""
+        if self.spec.instance_groups:
+            group = self.distribution_group
+            return group.instance_type if group else None
+        return self.spec.instance_type
+
+    @cached_property
+    def distribution_path(self) -> str:
+        """Where in the spec the distribution's instance type comes from, for messages."""
+        group = self.distribution_group
+        if group is not None:
+            index = self.spec.instance_groups.index(group)
+            return f"instance_groups[{index}].instance_type"
+        return "instance_type"
+
+    @cached_property
+    def instance_types(self) -> tuple[str, ...]:
+        if self.spec.instance_groups:
+            return tuple(g.instance_type for g in self.spec.instance_groups)
+        return (self.spec.instance_type,) if self.spec.instance_type else ()
+
+    @cached_property
+    def uses_gpu_image(self) -> bool:
+        """GPU image when the distribution group has GPUs, or without one when any group has."""
+        known_types = [t for t in self.instance_types if self.known(t)]
+        chosen = self.distribution_instance_type
+        if chosen is not None and self.known(chosen):
+            return catalog.is_gpu(chosen)
+        return any(catalog.is_gpu(t) for t in known_types)
+
+    # -- collectives ----------------------------------------------------------------------------
+
+    @cached_property
+    def effective_collective(self) -> SmddpCollective | None:
+        """The SMDDP collective in effect: the one chosen, or the seed's default for the launcher."""
+        chosen = self.spec.distribution.smddp_collectives if self.spec.distribution else ()
+        if len(chosen) == 1:
+            return chosen[0]
+        kind = self.launcher_kind
+        if chosen or kind is None or not kind.is_smddp:
+            return None
+        if kind is Launcher.TORCH_DISTRIBUTED:
+            return SmddpCollective.ALL_GATHER
+        return SmddpCollective.ALL_REDUCE
+
+    # -- framework ------------------------------------------------------------------------------
+
+    @cached_property
+    def release(self) -> catalog.ImageRelease | None:
+        version = self.spec.framework_version
+        return catalog.find_release(self.spec.framework, version) if version else None
+
+    @cached_property
+    def version(self) -> catalog.Version | None:
+        version = self.spec.framework_version
+        if version is None or self.is_token(version):
+            return None
+        return catalog.resolved_version(self.spec.framework, version)
+
+    def version_in(self, versions: frozenset[str]) -> bool:
+        """Whether the framework version, as typed or with its alias resolved, is listed."""
+        typed = self.spec.framework_version
+        if typed in versions:
+            return True
+        return self.release is not None and self.release.version in versions
+
+    # -- the request, for rules about what is sent -----------------------------------------------
+
+    @cached_property
+    def request(self) -> dict[str, Any]:
+        from hetero_constructs.core.request.builder import build_request
+
+        return build_request(self)

@@ -1,0 +1,61 @@
+"""Validate a spec and build its request in one step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hetero_constructs.core.context import Deployment, RuleContext, TokenPredicate, never_a_token
+from hetero_constructs.core.rules import run_rules
+from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.core.violations import SpecValidationError, Violation
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Either the CreateTrainingJob request (no violations) or every violation."""
+
+    request: dict[str, Any] | None
+    violations: tuple[Violation, ...]
+    context: RuleContext
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def request_or_raise(self, *, scope: str | None = None) -> dict[str, Any]:
+        if self.request is None:
+            raise SpecValidationError(self.violations, scope=scope)
+        return self.request
+
+
+def plan(
+    spec: TrainingSpec,
+    deployment: Deployment | None = None,
+    *,
+    is_token: TokenPredicate = never_a_token,
+) -> Plan:
+    """Run every rule; return the request only when none is broken."""
+    context = RuleContext(spec, deployment, is_token)
+    violations = tuple(run_rules(context))
+    return Plan(None if violations else context.request, violations, context)
+
+
+def validate(
+    spec: TrainingSpec,
+    deployment: Deployment | None = None,
+    *,
+    is_token: TokenPredicate = never_a_token,
+) -> list[Violation]:
+    """Every violation of the spec (empty when it is valid)."""
+    return list(plan(spec, deployment, is_token=is_token).violations)
+
+
+def build_request(
+    spec: TrainingSpec,
+    deployment: Deployment | None = None,
+    *,
+    is_token: TokenPredicate = never_a_token,
+) -> dict[str, Any]:
+    """The request for a valid spec; raises ``SpecValidationError`` with every violation."""
+    return plan(spec, deployment, is_token=is_token).request_or_raise()

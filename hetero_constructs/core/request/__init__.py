@@ -1,0 +1,1 @@
+"""From a valid spec to the exact CreateTrainingJob request."""

@@ -1,0 +1,42 @@
+"""Every synth-time rule, one small function each, grouped by topic.
+
+- ``launchers``: which launcher runs where, on which framework, version and instance type
+- ``collectives``: SMDDP AllReduce / AllGather
+- ``cluster``: heterogeneous-cluster groups, the distribution group, channel scoping
+- ``framework``: container image and training code
+- ``api``: the CreateTrainingJob API's own limits, from botocore's model
+"""
+
+from __future__ import annotations
+
+from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.rules import api, cluster, collectives, framework, launchers
+from hetero_constructs.core.rules.base import REGISTRY, Finding, Rule, rule
+from hetero_constructs.core.violations import Violation
+
+TOPICS = (launchers, collectives, cluster, framework, api)
+_TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}
+RULES: tuple[Rule, ...] = tuple(sorted(REGISTRY, key=lambda r: _TOPIC_ORDER[r.topic]))
+
+
+def run_rules(context: RuleContext) -> list[Violation]:
+    """Every violation of every rule, in catalogue order; backstops only if nothing else fired."""
+    violations: list[Violation] = []
+    for registered in RULES:
+        if not registered.backstop:
+            violations.extend(registered.run(context))
+    if not violations:
+        for registered in RULES:
+            if registered.backstop:
+                violations.extend(registered.run(context))
+    return violations
+
+
+def rule_by_id(rule_id: str) -> Rule:
+    for registered in RULES:
+        if registered.id == rule_id:
+            return registered
+    raise KeyError(rule_id)
+
+
+__all__ = ["RULES", "TOPICS", "Finding", "Rule", "rule", "rule_by_id", "run_rules"]

@@ -1,0 +1,431 @@
+"""The CreateTrainingJob API's own limits, read from botocore's service model.
+
+botocore's validator checks only types, required members and minimums, so without these
+rules a job name ``bad_name`` or six instance groups would reach the service.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from hetero_constructs.core import service_model
+from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.fieldcheck import is_integer
+from hetero_constructs.core.request import hyperparameters as hp
+from hetero_constructs.core.rules.base import Finding, rule
+from hetero_constructs.core.rules.helpers import (
+    channel_path,
+    model_count,
+    model_enum,
+    model_string,
+    one_of,
+    s3_uri_finding,
+)
+
+_MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
+# Documented, not in the model: "maximum 28 days" (StoppingCondition docs).
+MAX_RUNTIME_SECONDS = 28 * 24 * 3600
+_CHANNELS = "InputDataConfig"
+_S3 = "InputDataConfig[].DataSource.S3DataSource"
+
+
+@rule(
+    "API-INSTANCE-TYPE",
+    source=f"{_MODEL} TrainingInstanceType enum",
+    example='"instance_type": "ml.p4d.24xlarge"',
+)
+def instance_type(context: RuleContext) -> Iterator[Finding]:
+    """Every instance type is in the API's ``TrainingInstanceType`` enum."""
+    allowed = service_model.training_instance_types()
+    spec = context.spec
+    typed = [(f"instance_groups[{i}].instance_type", g.instance_type)
+             for i, g in enumerate(spec.instance_groups)]  # fmt: skip
+    if spec.instance_type is not None:
+        typed.append(("instance_type", spec.instance_type))
+    for path, value in typed:
+        if context.known(value) and value not in allowed:
+            close = sorted(t for t in allowed if t.split(".")[:2] == value.split(".")[:2])
+            yield Finding(
+                path,
+                "This is not a SageMaker training instance type.",
+                value,
+                one_of(close) if close else one_of(allowed),
+                f"use e.g. {close[0] if close else 'ml.p4d.24xlarge'}",
+            )
+
+
+@rule(
+    "API-JOB-NAME",
+    source=f"{_MODEL} TrainingJobName (length and pattern)",
+    example='job_name: "llama-finetune-2026-11-30"',
+)
+def training_job_name(context: RuleContext) -> Iterator[Finding]:
+    """The job name (or base job name) fits the API's length and pattern."""
+    spec = context.spec
+    for path, value in (("job_name", spec.job_name), ("base_job_name", spec.base_job_name)):
+        yield from model_string(context, path, value, "TrainingJobName", "training job name")
+    if context.deployment.job_name is not None:
+        yield from model_string(
+            context, "job_name", context.deployment.job_name, "TrainingJobName", "training job name"
+        )
+
+
+@rule(
+    "API-GROUP-NAME",
+    source=f"{_MODEL} InstanceGroupName",
+    example='{"name": "gpu", ...}',
+)
+def instance_group_name(context: RuleContext) -> Iterator[Finding]:
+    """Instance group names fit the API's length and pattern."""
+    for index, group in enumerate(context.spec.instance_groups):
+        yield from model_string(
+            context,
+            f"instance_groups[{index}].name",
+            group.name,
+            "ResourceConfig.InstanceGroups[].InstanceGroupName",
+            "instance group name",
+        )
+
+
+@rule(
+    "API-CHANNELS",
+    source=f"{_MODEL} InputDataConfig (list bounds), ChannelName; service: names are unique",
+    example='channels: {"train": {...}, "validation": {...}}',
+)
+def channels(context: RuleContext) -> Iterator[Finding]:
+    """Channel names fit the API, are unique, and there are at most 20 channels in all.
+
+    The count includes the ``code`` channel that network isolation adds, whose name is then
+    reserved.
+    """
+    spec = context.spec
+    seen: set[str] = set()
+    for channel in spec.channels:
+        yield from model_string(
+            context, channel_path(channel.name), channel.name, f"{_CHANNELS}[].ChannelName",
+            "channel name",
+        )  # fmt: skip
+        if channel.name in seen:
+            yield Finding(
+                channel_path(channel.name),
+                "Two channels share a name.",
+                channel.name,
+                "unique channel names",
+                "rename one of the channels",
+            )
+        seen.add(channel.name)
+        if spec.enable_network_isolation and channel.name == hp.CODE_CHANNEL:
+            yield Finding(
+                channel_path(channel.name),
+                "With network isolation the 'code' channel carries the training code.",
+                channel.name,
+                "any other channel name",
+                "rename the channel",
+            )
+    total = list(spec.channels) + ([None] if spec.enable_network_isolation else [])
+    if total:
+        yield from model_count("channels", total, _CHANNELS, "channels")
+
+
+@rule(
+    "API-CHANNEL-OPTIONS",
+    source=f"{_MODEL} S3DataType, S3DataDistributionType, TrainingInputMode, CompressionType, "
+    "RecordWrapperType enums",
+    example='"s3_data_type": "S3Prefix", "distribution": "ShardedByS3Key", "input_mode": "FastFile"',
+)
+def channel_options(context: RuleContext) -> Iterator[Finding]:
+    """Channel and job options take the API's enum values."""
+    yield from model_enum(
+        context, "input_mode", context.spec.input_mode,
+        "AlgorithmSpecification.TrainingInputMode", "input mode",
+    )  # fmt: skip
+    for channel in context.spec.channels:
+        options = (
+            ("s3_data_type", channel.s3_data_type, f"{_S3}.S3DataType", "S3 data type"),
+            ("distribution", channel.distribution, f"{_S3}.S3DataDistributionType",
+             "S3 data distribution"),
+            ("input_mode", channel.input_mode, f"{_CHANNELS}[].InputMode", "input mode"),
+            ("compression", channel.compression, f"{_CHANNELS}[].CompressionType", "compression"),
+            ("record_wrapping", channel.record_wrapping, f"{_CHANNELS}[].RecordWrapperType",
+             "record wrapper"),
+        )  # fmt: skip
+        for field, value, model_path, what in options:
+            yield from model_enum(context, channel_path(channel.name, field), value, model_path, what)
+        yield from model_string(
+            context, channel_path(channel.name, "content_type"), channel.content_type,
+            f"{_CHANNELS}[].ContentType", "content type",
+        )  # fmt: skip
+
+
+@rule(
+    "API-S3-URI",
+    source=f"{_MODEL} S3Uri pattern and length",
+    example='"s3_uri": "s3://my-bucket/datasets/train/"',
+)
+def s3_uris(context: RuleContext) -> Iterator[Finding]:
+    """Channel, output and checkpoint locations are S3 URIs the API accepts."""
+    spec = context.spec
+    for channel in spec.channels:
+        yield from s3_uri_finding(context, channel_path(channel.name, "s3_uri"), channel.s3_uri,
+                                  "channel S3 URI")  # fmt: skip
+    yield from s3_uri_finding(context, "checkpoint_s3_uri", spec.checkpoint_s3_uri, "checkpoint URI")
+    output = context.output_path
+    if output is None:
+        yield Finding(
+            "output_path",
+            "No output location is given for the model artifacts.",
+            None,
+            "an s3:// URI",
+            'set output_path, e.g. "s3://my-bucket/training-output"',
+        )
+    else:
+        yield from s3_uri_finding(context, "output_path", output, "output path")
+
+
+@rule(
+    "API-HYPERPARAMETERS",
+    source=f"{_MODEL} HyperParameters (map bounds, key and value lengths)",
+    example='hyperparameters: {"epochs": 10, "lr": 0.001}',
+)
+def hyperparameters(context: RuleContext) -> Iterator[Finding]:
+    """Hyperparameters, counting the ``sagemaker_*`` keys the job needs, fit the API's bounds.
+
+    User keys cannot start with ``sagemaker_``: those keys drive the training toolkit.
+    """
+    user = context.spec.hyperparameters
+    for key in user:
+        if key.startswith("sagemaker_"):
+            yield Finding(
+                f"hyperparameters.{key}",
+                "Keys starting with 'sagemaker_' are reserved for the training toolkit.",
+                key,
+                "keys not starting with sagemaker_",
+                "rename the hyperparameter",
+            )
+    encoded = context.request["HyperParameters"]
+    added = len(encoded) - len(user)
+    for finding in model_count("hyperparameters", encoded, "HyperParameters", "hyperparameters"):
+        yield Finding(
+            finding.path,
+            f"{finding.problem} ({added} of them are the toolkit's own keys.)",
+            finding.value,
+            finding.allowed,
+            f"remove hyperparameters: at most {service_model.bounds('HyperParameters').maximum - added} "  # type: ignore[operator]
+            "of your own fit",
+        )
+    for key, value in encoded.items():
+        if key in user and context.known(user[key]):
+            yield from model_string(context, f"hyperparameters.{key}", key,
+                                    "HyperParameters.{key}", "hyperparameter key")  # fmt: skip
+            yield from model_string(context, f"hyperparameters.{key}", value,
+                                    "HyperParameters.{}", "JSON-encoded hyperparameter value")  # fmt: skip
+
+
+@rule(
+    "API-ENVIRONMENT",
+    source=f"{_MODEL} TrainingEnvironmentMap (bounds, key pattern, value length)",
+    example='environment: {"NCCL_DEBUG": "WARN"}',
+)
+def environment(context: RuleContext) -> Iterator[Finding]:
+    """Environment variables fit the API: count, name pattern, value length."""
+    env = context.request.get("Environment", {})
+    yield from model_count("environment", env, "Environment", "variables")
+    for key, value in context.spec.environment.items():
+        yield from model_string(context, f"environment.{key}", key, "Environment.{key}",
+                                "environment variable name")  # fmt: skip
+        yield from model_string(context, f"environment.{key}", value, "Environment.{}",
+                                "environment value")  # fmt: skip
+
+
+@rule(
+    "API-STOPPING",
+    source=f"{_MODEL} StoppingCondition; SageMaker docs: MaxRuntimeInSeconds at most 28 days, "
+    "MaxWaitTimeInSeconds >= MaxRuntimeInSeconds and only for managed spot training",
+    example="max_run: 86400, use_spot_instances: true, max_wait: 172800",
+)
+def stopping(context: RuleContext) -> Iterator[Finding]:
+    """``max_run`` is 1 s to 28 days; ``max_wait`` comes with spot, is required there, and >= ``max_run``."""
+    spec = context.spec
+    max_run, max_wait = spec.max_run, spec.max_wait
+    if context.known(max_run) and not 1 <= max_run <= MAX_RUNTIME_SECONDS:
+        yield Finding("max_run", "The maximum runtime is out of range.", max_run,
+                      f"1 to {MAX_RUNTIME_SECONDS} seconds (28 days)",
+                      "set max_run within 28 days")  # fmt: skip
+    if max_wait is not None and not spec.use_spot_instances:
+        yield Finding("max_wait", "max_wait applies only to managed spot training.", max_wait,
+                      "max_wait only with use_spot_instances: true",
+                      "remove max_wait, or set use_spot_instances: true")  # fmt: skip
+    if spec.use_spot_instances and max_wait is None:
+        yield Finding("max_wait", "Managed spot training needs max_wait.", None,
+                      "max_wait >= max_run", f"set max_wait, e.g. {2 * max_run}")  # fmt: skip
+    if (
+        max_wait is not None
+        and context.known(max_wait)
+        and context.known(max_run)
+        and max_wait < max_run
+    ):
+        yield Finding("max_wait", "max_wait is shorter than max_run.", max_wait,
+                      f"at least max_run ({max_run})", f"set max_wait to {max_run} or more")  # fmt: skip
+
+
+@rule(
+    "API-RESOURCES",
+    source=f"{_MODEL} VolumeSizeInGB, RetryStrategy.MaximumRetryAttempts",
+    example="volume_size: 100, max_retry_attempts: 3",
+)
+def resources(context: RuleContext) -> Iterator[Finding]:
+    """Volume size is at least 1 GB; retry attempts are within the API's range."""
+    spec = context.spec
+    if context.known(spec.volume_size) and spec.volume_size < 1:
+        yield Finding("volume_size", "The ML storage volume must be at least 1 GB.",
+                      spec.volume_size, "an integer >= 1 (GB)", "set volume_size, e.g. 30")  # fmt: skip
+    retries = spec.max_retry_attempts
+    bounds = service_model.bounds("RetryStrategy.MaximumRetryAttempts")
+    if retries is not None and context.known(retries) and is_integer(retries) and not (
+        (bounds.minimum or 0) <= retries <= (bounds.maximum or retries)
+    ):
+        allowed = f"{bounds.minimum} to {bounds.maximum}"
+        yield Finding("max_retry_attempts", "The retry count is out of the API's range.",
+                      retries, allowed, f"set max_retry_attempts within {allowed}")  # fmt: skip
+
+
+@rule(
+    "API-NETWORK",
+    source=f"{_MODEL} VpcConfig; SDK v2 estimator.py (subnets and security groups together)",
+    example='subnets: ["subnet-0abc1234"], security_group_ids: ["sg-0abc1234"]',
+)
+def network(context: RuleContext) -> Iterator[Finding]:
+    """Subnets and security groups come together, within the API's counts and patterns."""
+    spec = context.spec
+    if bool(spec.subnets) != bool(spec.security_group_ids):
+        missing = "security_group_ids" if spec.subnets else "subnets"
+        yield Finding(missing, "A VPC configuration needs both subnets and security groups.",
+                      [], "both subnets and security_group_ids, or neither",
+                      f"set {missing} too")  # fmt: skip
+        return
+    if not spec.subnets:
+        return
+    for field, items, member in (
+        ("subnets", spec.subnets, "VpcConfig.Subnets"),
+        ("security_group_ids", spec.security_group_ids, "VpcConfig.SecurityGroupIds"),
+    ):
+        yield from model_count(field, items, member, field.replace("_", " "))
+        for index, item in enumerate(items):
+            yield from model_string(context, f"{field}[{index}]", item, f"{member}[]", "VPC id")
+
+
+@rule(
+    "API-KMS-KEYS",
+    source=f"{_MODEL} KmsKeyId",
+    example='output_kms_key: "arn:aws:kms:us-west-2:111122223333:key/1234abcd-..."',
+)
+def kms_keys(context: RuleContext) -> Iterator[Finding]:
+    """KMS keys for the volume and the output fit the API's pattern."""
+    spec = context.spec
+    yield from model_string(context, "volume_kms_key", spec.volume_kms_key,
+                            "ResourceConfig.VolumeKmsKeyId", "KMS key")  # fmt: skip
+    yield from model_string(context, "output_kms_key", spec.output_kms_key,
+                            "OutputDataConfig.KmsKeyId", "KMS key")  # fmt: skip
+
+
+@rule(
+    "API-ROLE",
+    source=f"{_MODEL} RoleArn (required, pattern)",
+    example='role: "arn:aws:iam::111122223333:role/SageMakerTraining"',
+)
+def role(context: RuleContext) -> Iterator[Finding]:
+    """An execution role is given as an IAM role ARN."""
+    arn = context.role_arn
+    if arn is None:
+        yield Finding("role", "No execution role is given.", None, "an IAM role ARN",
+                      "set role (the constructs create one when none is given)")  # fmt: skip
+    else:
+        yield from model_string(context, "role", arn, "RoleArn", "role ARN")
+
+
+@rule(
+    "API-TAGS",
+    source=f"{_MODEL} TagList; AWS tagging rules (the aws: prefix is reserved)",
+    example='tags: {"team": "ml-platform"}',
+)
+def tags(context: RuleContext) -> Iterator[Finding]:
+    """Tags fit the API: count, key and value patterns; ``aws:`` keys are reserved."""
+    spec_tags = context.spec.tags
+    yield from model_count("tags", spec_tags, "Tags", "tags")
+    for key, value in spec_tags.items():
+        yield from model_string(context, f"tags.{key}", key, "Tags[].Key", "tag key")
+        yield from model_string(context, f"tags.{key}", value, "Tags[].Value", "tag value")
+        if context.known(key) and key.lower().startswith("aws:"):
+            yield Finding(f"tags.{key}", "Tag keys starting with 'aws:' are reserved.", key,
+                          "keys not starting with aws:", "rename the tag")  # fmt: skip
+
+
+@rule(
+    "API-CHECKPOINT",
+    source=f"{_MODEL} CheckpointConfig (S3Uri required, LocalPath)",
+    example='checkpoint_s3_uri: "s3://my-bucket/checkpoints", checkpoint_local_path: '
+    '"/opt/ml/checkpoints"',
+)
+def checkpoint(context: RuleContext) -> Iterator[Finding]:
+    """A checkpoint local path comes with a checkpoint S3 URI and fits the API."""
+    spec = context.spec
+    if spec.checkpoint_local_path is not None and spec.checkpoint_s3_uri is None:
+        yield Finding("checkpoint_local_path", "A local checkpoint path needs an S3 location.",
+                      spec.checkpoint_local_path, "checkpoint_local_path with checkpoint_s3_uri",
+                      "set checkpoint_s3_uri")  # fmt: skip
+    yield from model_string(context, "checkpoint_local_path", spec.checkpoint_local_path,
+                            "CheckpointConfig.LocalPath", "checkpoint path")  # fmt: skip
+
+
+@rule(
+    "API-METRICS",
+    source=f"{_MODEL} MetricDefinitions (count, Name, Regex)",
+    example='metric_definitions: [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]',
+)
+def metrics(context: RuleContext) -> Iterator[Finding]:
+    """Metric definitions fit the API: count, name and regex lengths."""
+    definitions = context.spec.metric_definitions
+    base = "AlgorithmSpecification.MetricDefinitions"
+    if definitions:
+        yield from model_count("metric_definitions", definitions, base, "metric definitions")
+    for index, metric in enumerate(definitions):
+        yield from model_string(context, f"metric_definitions[{index}].Name", metric.name,
+                                f"{base}[].Name", "metric name")  # fmt: skip
+        yield from model_string(context, f"metric_definitions[{index}].Regex", metric.regex,
+                                f"{base}[].Regex", "metric regex")  # fmt: skip
+
+
+@rule(
+    "API-REQUEST",
+    source=f"{_MODEL} (every constraint) and botocore.validate.ParamValidator",
+    example="(a backstop: fires only when no narrower rule explains the problem)",
+    backstop=True,
+)
+def whole_request(context: RuleContext) -> Iterator[Finding]:
+    """The whole request passes botocore's validator and every bound, pattern and enum of the model.
+
+    Values that are CDK tokens are skipped; they are checked when the stack deploys.
+    """
+    request = context.request
+    for problem in service_model.check_request(request):
+        if context.is_token(problem.value) or _mentions_token(context, problem.value):
+            continue
+        yield Finding(
+            f"request.{problem.path}",
+            f"The request's {problem.path} {problem.problem}.",
+            problem.value,
+            problem.allowed,
+            "fix the spec field that produces this value",
+        )
+    report = service_model.botocore_validation_errors(request)
+    if report and not _mentions_token(context, request):
+        yield Finding("request", "botocore rejects the request.", report,
+                      "a request botocore validates", "fix the fields the report names")  # fmt: skip
+
+
+def _mentions_token(context: RuleContext, value: object) -> bool:
+    if isinstance(value, list | tuple):
+        return any(_mentions_token(context, v) for v in value)
+    if isinstance(value, dict):
+        return any(_mentions_token(context, v) for v in value.values())
+    return bool(context.is_token(value))

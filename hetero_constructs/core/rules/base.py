@@ -1,0 +1,82 @@
+"""The rule mechanism: a rule is a small pure function with an id, a doc and a source.
+
+A check function takes the ``RuleContext`` and yields ``Finding``s; the runner stamps each
+finding with the rule's id. The docstring's first line is what the rule checks; the catalogue
+in ``docs/rules.md`` is generated from these objects.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.violations import Violation
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check found: where, what is wrong, the value, what is allowed, the fix."""
+
+    path: str
+    problem: str
+    value: Any
+    allowed: str
+    fix: str
+
+
+CheckFunction = Callable[[RuleContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    topic: str
+    title: str
+    details: str
+    source: str
+    example: str
+    check: CheckFunction
+    backstop: bool = False
+
+    def run(self, context: RuleContext) -> Iterator[Violation]:
+        for finding in self.check(context):
+            yield Violation(
+                rule=self.id,
+                path=finding.path,
+                problem=finding.problem,
+                value=finding.value,
+                allowed=finding.allowed,
+                fix=finding.fix,
+            )
+
+
+REGISTRY: list[Rule] = []
+
+
+def rule(
+    rule_id: str, *, source: str, example: str, backstop: bool = False
+) -> Callable[[CheckFunction], Rule]:
+    """Register a check function as a rule.
+
+    ``source`` says where the rule comes from (seed document, SDK, toolkit, API model);
+    ``example`` is a spec-file fragment that satisfies the rule, shown in the catalogue.
+    A ``backstop`` rule runs only when no other rule found anything, so that it never
+    repeats, in the request's terms, a problem a narrower rule already explained.
+    """
+
+    def register(check: CheckFunction) -> Rule:
+        doc = inspect.cleandoc(check.__doc__ or "")
+        title, _, details = doc.partition("\n")
+        topic = check.__module__.rsplit(".", 1)[-1]
+        if any(existing.id == rule_id for existing in REGISTRY):
+            raise RuntimeError(f"duplicate rule id {rule_id}")
+        registered = Rule(
+            rule_id, topic, title.strip(), details.strip(), source, example, check, backstop
+        )
+        REGISTRY.append(registered)
+        return registered
+
+    return register

@@ -1,0 +1,310 @@
+"""Heterogeneous-cluster rules (seed 002): groups, the distribution group, channel scoping."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from hetero_constructs.core import catalog
+from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.fieldcheck import is_integer
+from hetero_constructs.core.rules.base import Finding, rule
+from hetero_constructs.core.rules.helpers import channel_path, group_path, model_count
+from hetero_constructs.core.spec import Launcher
+
+_SEED = "Seed 002 (train with a heterogeneous cluster)"
+_GROUPS_PATH = "ResourceConfig.InstanceGroups"
+_CHANNEL_GROUPS_PATH = "InputDataConfig[].DataSource.S3DataSource.InstanceGroupNames"
+_HOMOGENEOUS_ONLY = {
+    Launcher.PARAMETER_SERVER: "the TensorFlow toolkit builds TF_CONFIG only for the "
+    "distribution group and fails on the others",
+    Launcher.MULTI_WORKER_MIRRORED: "the SDK and toolkit support it only on homogeneous clusters",
+}
+
+
+@rule(
+    "HC-GROUPS-OR-TYPE",
+    source="SDK v2 job.py _prepare_resource_config; service: 'InstanceType or InstanceCount "
+    "cannot be specified with InstanceGroups'",
+    example='instance_groups: [...]  (or instance_type + instance_count, never both)',
+)
+def groups_or_type(context: RuleContext) -> Iterator[Finding]:
+    """A job declares either ``instance_groups`` or ``instance_type`` and ``instance_count``."""
+    spec = context.spec
+    homogeneous = [name for name in ("instance_type", "instance_count") if getattr(spec, name) is not None]
+    if spec.instance_groups and homogeneous:
+        yield Finding(
+            homogeneous[0],
+            "instance_type/instance_count cannot be set together with instance_groups.",
+            {name: getattr(spec, name) for name in homogeneous},
+            "instance_groups alone (heterogeneous) or instance_type + instance_count (homogeneous)",
+            "move the instances into an instance group and drop instance_type/instance_count",
+        )
+    elif not spec.instance_groups and len(homogeneous) < 2:
+        missing = [n for n in ("instance_type", "instance_count") if n not in homogeneous]
+        yield Finding(
+            missing[0],
+            "The job declares no instances.",
+            None,
+            "instance_groups, or both instance_type and instance_count",
+            f"set {' and '.join(missing)}, or declare instance_groups",
+        )
+
+
+@rule(
+    "HC-GROUP-COUNT",
+    source=f"API model {_GROUPS_PATH} (list bounds); {_SEED}",
+    example='instance_groups: [{"name": "cpu", ...}, {"name": "gpu", ...}]',
+)
+def group_count(context: RuleContext) -> Iterator[Finding]:
+    """A heterogeneous cluster has at most as many instance groups as the API takes (5)."""
+    if context.spec.instance_groups:
+        yield from model_count("instance_groups", context.spec.instance_groups, _GROUPS_PATH,
+                               "instance groups")  # fmt: skip
+
+
+@rule(
+    "HC-GROUP-NAMES-UNIQUE",
+    source="Service: group names identify groups in channels and the distribution",
+    example='instance_groups: [{"name": "cpu", ...}, {"name": "gpu", ...}]',
+)
+def group_names_unique(context: RuleContext) -> Iterator[Finding]:
+    """Instance group names are unique within a job."""
+    counts = Counter(g.name for g in context.spec.instance_groups)
+    for name, count in counts.items():
+        if count > 1 and context.known(name):
+            yield Finding(
+                group_path(context, name) + ".name",
+                f"{count} instance groups share one name; channels and the distribution could "
+                "not tell them apart.",
+                name,
+                "a distinct name per group",
+                "rename the duplicates",
+            )
+
+
+@rule(
+    "HC-INSTANCE-COUNT",
+    source="Service behaviour; the API model's minimum (0) would start a group with no instance",
+    example='{"name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2}',
+)
+def instance_count(context: RuleContext) -> Iterator[Finding]:
+    """Every group, and a homogeneous cluster, has at least one instance."""
+    spec = context.spec
+    counted = [(f"instance_groups[{i}].instance_count", g.instance_count)
+               for i, g in enumerate(spec.instance_groups)]  # fmt: skip
+    if spec.instance_count is not None:
+        counted.append(("instance_count", spec.instance_count))
+    for path, count in counted:
+        if context.known(count) and is_integer(count) and count < 1:
+            yield Finding(
+                path,
+                "An instance count below 1 starts no instance.",
+                count,
+                "an integer >= 1",
+                "set the count to 1 or more, or remove the group",
+            )
+
+
+@rule(
+    "HC-DISTRIBUTION-GROUP-COUNT",
+    source=f"{_SEED}: 'only one instance group of a heterogeneous cluster can be specified to "
+    "the distribution configuration'; SDK v2 fw_utils.validate_distribution",
+    example='distribution: {"torch_distributed": {"enabled": true}, "instance_groups": ["gpu"]}',
+)
+def distribution_group_count(context: RuleContext) -> Iterator[Finding]:
+    """With a launcher on a multi-group cluster, exactly one distribution group is named.
+
+    With a single group it is chosen automatically.
+    """
+    groups = context.spec.instance_groups
+    requested = context.requested_distribution_groups
+    if not context.launchers or len(groups) < 2 or len(requested) == 1:
+        return
+    names = [g.name for g in groups]
+    accelerated = [g.name for g in groups if context.known(g.instance_type)
+                   and catalog.is_accelerated(g.instance_type)]  # fmt: skip
+    suggestion = accelerated[0] if accelerated else names[0]
+    yield Finding(
+        "distribution.instance_groups",
+        "A launcher on a heterogeneous cluster runs on exactly one instance group"
+        + (", and none is named." if not requested else f", but {len(requested)} are named."),
+        list(requested),
+        f"exactly one of {names}",
+        f'set distribution.instance_groups to ["{suggestion}"]',
+    )
+
+
+@rule(
+    "HC-DISTRIBUTION-GROUP-EXISTS",
+    source="SDK v2 fw_utils.validate_distribution ('Invalid training instance group')",
+    example='distribution: {"mpi": {"enabled": true}, "instance_groups": ["gpu"]}',
+)
+def distribution_group_exists(context: RuleContext) -> Iterator[Finding]:
+    """Every group named in ``distribution.instance_groups`` is one of the job's groups."""
+    if not context.spec.instance_groups:
+        return
+    names = [g.name for g in context.spec.instance_groups]
+    for index, name in enumerate(context.requested_distribution_groups):
+        if context.known(name) and name not in names:
+            yield Finding(
+                f"distribution.instance_groups[{index}]",
+                "The distribution names an instance group the job does not declare.",
+                name,
+                f"one of {names}",
+                "use the name of a declared group",
+            )
+
+
+@rule(
+    "HC-DISTRIBUTION-GROUPS-NEED-CLUSTER",
+    source="SDK v2 fw_utils.validate_distribution ('Instance groups not specified in the "
+    "estimator'); estimator.py ('Don't set training instance groups while no distribution "
+    "strategies enabled')",
+    example='distribution: {"mpi": {"enabled": true}, "instance_groups": ["gpu"]}',
+)
+def distribution_groups_need_cluster(context: RuleContext) -> Iterator[Finding]:
+    """``distribution.instance_groups`` needs a heterogeneous cluster and a launcher."""
+    requested = context.requested_distribution_groups
+    if not requested:
+        return
+    if not context.spec.instance_groups:
+        yield Finding(
+            "distribution.instance_groups",
+            "The distribution names instance groups, but the job has no instance groups.",
+            list(requested),
+            "distribution.instance_groups only with instance_groups",
+            "declare instance_groups, or remove distribution.instance_groups",
+        )
+    elif not context.launchers:
+        yield Finding(
+            "distribution.instance_groups",
+            "The distribution names an instance group but enables no launcher to run on it.",
+            list(requested),
+            "a launcher (torch_distributed, pytorchddp, smdistributed, mpi) with the group",
+            "enable a launcher, or remove distribution.instance_groups",
+        )
+
+
+@rule(
+    "HC-LAUNCHER-SUPPORTED",
+    source=f"{_SEED}; SDK v2 estimator.py; TensorFlow toolkit training.py",
+    example='distribution: {"mpi": {"enabled": true}, "instance_groups": ["gpu"]}',
+)
+def launcher_supported_on_groups(context: RuleContext) -> Iterator[Finding]:
+    """``parameter_server``, ``multi_worker_mirrored_strategy`` and model parallel v2 need one group.
+
+    They cannot be scoped to one group of a multi-group cluster.
+    """
+    if len(context.spec.instance_groups) < 2:
+        return
+    for entry in context.launchers:
+        reason = _HOMOGENEOUS_ONLY.get(entry.kind)
+        if reason:
+            yield Finding(
+                f"distribution.{entry.kind.value}",
+                f"{entry.kind.value} does not run on a heterogeneous cluster: {reason}.",
+                [g.name for g in context.spec.instance_groups],
+                "mpi, torch_distributed, pytorchddp or smdistributed.dataparallel on one group",
+                "use mpi or torch_distributed on the distribution group, or a homogeneous cluster",
+            )
+    if context.model_parallel and context.launcher_kind is Launcher.TORCH_DISTRIBUTED:
+        yield Finding(
+            "distribution.smdistributed.modelparallel",
+            "Model parallel v2 cannot be scoped to one group of a heterogeneous cluster.",
+            [g.name for g in context.spec.instance_groups],
+            "model parallel v2 on a homogeneous cluster",
+            "use a homogeneous cluster, or model parallel v1 under mpi",
+        )
+
+
+@rule(
+    "HC-FRAMEWORK-VERSION",
+    source=f"{_SEED}: 'supported frameworks are PyTorch v1.10 or later and TensorFlow v2.6 "
+    "or later'",
+    example='framework_version: "2.3.0"',
+)
+def heterogeneous_framework_version(context: RuleContext) -> Iterator[Finding]:
+    """Instance groups need PyTorch 1.10 or later, or TensorFlow 2.6 or later."""
+    version = context.version
+    if not context.spec.instance_groups or version is None:
+        return
+    minimum = catalog.HETEROGENEOUS_MIN_VERSION[context.spec.framework]
+    if version < minimum:
+        needed = ".".join(map(str, minimum))
+        yield Finding(
+            "framework_version",
+            "Heterogeneous clusters need a newer framework version.",
+            context.spec.framework_version,
+            f"{context.spec.framework.value} {needed} or later",
+            f"set framework_version to {needed} or later",
+        )
+
+
+@rule(
+    "HC-CHANNEL-GROUPS-EXIST",
+    source="Service (the SDK never checks channel group names)",
+    example='channels: {"train": {"s3_uri": "s3://bucket/train", "instance_groups": ["cpu"]}}',
+)
+def channel_groups_exist(context: RuleContext) -> Iterator[Finding]:
+    """Every group a channel names is one of the job's groups (and the job has groups)."""
+    names = [g.name for g in context.spec.instance_groups]
+    for channel in context.spec.channels:
+        for index, name in enumerate(channel.instance_groups):
+            if context.known(name) and name not in names:
+                yield Finding(
+                    channel_path(channel.name, f"instance_groups[{index}]"),
+                    "The channel is sent to an instance group the job does not declare.",
+                    name,
+                    f"one of {names}" if names else "no group names on a homogeneous job",
+                    "use a declared group name" if names else "remove the channel's instance_groups",
+                )
+
+
+@rule(
+    "HC-CHANNEL-GROUPS-ALL-OR-NOTHING",
+    source="Service ValidationException 'Some channels have assigned instance groups ... while "
+    "others not' (aws/sagemaker-python-sdk#5225, #6116)",
+    example='channels: {"train": {..., "instance_groups": ["cpu"]}, '
+    '"eval": {..., "instance_groups": ["gpu"]}}',
+)
+def channel_groups_all_or_nothing(context: RuleContext) -> Iterator[Finding]:
+    """If one channel is scoped to instance groups, every channel is."""
+    channels = context.spec.channels
+    scoped = [c.name for c in channels if c.instance_groups]
+    if not scoped or len(scoped) == len(channels):
+        return
+    all_groups = [g.name for g in context.spec.instance_groups]
+    for channel in channels:
+        if not channel.instance_groups:
+            yield Finding(
+                channel_path(channel.name, "instance_groups"),
+                f"Channels {scoped} are scoped to instance groups but this one is not; the "
+                "service rejects the mix.",
+                [],
+                "instance_groups on every channel, or on none",
+                f"set instance_groups on this channel too, e.g. {all_groups} to send it to all",
+            )
+
+
+@rule(
+    "HC-CHANNEL-GROUP-LIMIT",
+    source=f"API model {_CHANNEL_GROUPS_PATH} (list bounds)",
+    example='"instance_groups": ["cpu", "gpu"]',
+)
+def channel_group_limit(context: RuleContext) -> Iterator[Finding]:
+    """A channel names at most as many instance groups as the API takes (5), each once."""
+    for channel in context.spec.channels:
+        if not channel.instance_groups:
+            continue
+        path = channel_path(channel.name, "instance_groups")
+        yield from model_count(path, channel.instance_groups, _CHANNEL_GROUPS_PATH, "group names")
+        repeated = sorted(n for n, c in Counter(channel.instance_groups).items() if c > 1)
+        if repeated:
+            yield Finding(
+                path,
+                "The channel names an instance group more than once.",
+                repeated,
+                "each group name once",
+                "remove the repeated names",
+            )

@@ -1,0 +1,52 @@
+"""Generates the rule catalogue (``docs/rules.md``) from the rules themselves.
+
+Run ``python -m hetero_constructs.core.rules.docs > docs/rules.md``; a test keeps the file
+in step with the code.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from hetero_constructs.core.rules import RULES, TOPICS
+from hetero_constructs.core.spec_file import SPEC_FILE_RULES
+
+_HEADER = """# Rule catalogue
+
+Every rule `hetero-constructs` checks at synth time, generated from the code
+(`python -m hetero_constructs.core.rules.docs`). Each violation names its rule id, the path in
+the spec, the value given, what is allowed and the fix.
+"""
+
+
+def _topic_title(module_doc: str | None) -> str:
+    return (module_doc or "").strip().splitlines()[0].rstrip(".")
+
+
+def render() -> str:
+    lines = [_HEADER]
+    lines.append("## Spec file and types\n")
+    lines.append("| Id | Checks | Source |")
+    lines.append("| --- | --- | --- |")
+    for rule_id, text, source in SPEC_FILE_RULES:
+        lines.append(f"| `{rule_id}` | {text} | {source} |")
+    lines.append("")
+    for topic in TOPICS:
+        name = topic.__name__.rsplit(".", 1)[-1]
+        lines.append(f"## {name}: {_topic_title(topic.__doc__)}\n")
+        for item in (r for r in RULES if r.topic == name):
+            lines.append(f"### `{item.id}`\n")
+            lines.append(f"{item.title}\n")
+            if item.details:
+                lines.append(f"{item.details}\n")
+            lines.append(f"- Source: {item.source}")
+            lines.append(f"- Example fix: `{item.example}`\n")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main() -> None:
+    sys.stdout.write(render())
+
+
+if __name__ == "__main__":
+    main()

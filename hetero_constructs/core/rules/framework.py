@@ -1,0 +1,193 @@
+"""Framework, image and code rules: which container runs, and which script it runs."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from hetero_constructs.core import catalog
+from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.rules.base import Finding, rule
+
+_IMAGES = "SDK v2 image_uri_config/pytorch.json, tensorflow.json"
+
+
+@rule(
+    "FW-IMAGE-OR-VERSION",
+    source="SDK v2 fw_utils.validate_version_or_image_args",
+    example='framework_version: "2.3.0", py_version: "py311"  (or image_uri)',
+)
+def image_or_version(context: RuleContext) -> Iterator[Finding]:
+    """The container is named by ``framework_version`` and ``py_version``, or by ``image_uri``."""
+    spec = context.spec
+    if context.explicit_image_uri is not None:
+        return
+    missing = [n for n in ("framework_version", "py_version") if getattr(spec, n) is None]
+    if missing:
+        yield Finding(
+            missing[0],
+            "No container image can be chosen.",
+            None,
+            "framework_version and py_version, or image_uri",
+            f"set {' and '.join(missing)}, or image_uri",
+        )
+
+
+@rule(
+    "FW-VERSION",
+    source=_IMAGES,
+    example='framework_version: "2.3.0"',
+)
+def known_version(context: RuleContext) -> Iterator[Finding]:
+    """The framework version has a training Deep Learning Container (unless ``image_uri`` is given)."""
+    version = context.spec.framework_version
+    if context.explicit_image_uri is not None or not context.known(version):
+        return
+    if context.release is None:
+        versions = catalog.known_versions(context.spec.framework)
+        yield Finding(
+            "framework_version",
+            f"There is no {context.spec.framework.value} training container for this version.",
+            version,
+            ", ".join(versions),
+            f"use a listed version (newest: {versions[-1]}), or pass image_uri",
+        )
+
+
+@rule(
+    "FW-PY-VERSION",
+    source=_IMAGES,
+    example='framework_version: "2.8.0", py_version: "py312"',
+)
+def python_version(context: RuleContext) -> Iterator[Finding]:
+    """``py_version`` is one the framework version's container is built for."""
+    release = context.release
+    py_version = context.spec.py_version
+    if context.explicit_image_uri is not None or release is None or not context.known(py_version):
+        return
+    if py_version not in release.py_versions:
+        yield Finding(
+            "py_version",
+            f"{release.framework.value} {release.version} has no container for this Python.",
+            py_version,
+            ", ".join(release.py_versions),
+            f"set py_version to {release.py_versions[-1]}",
+        )
+
+
+@rule(
+    "FW-REGION",
+    source=_IMAGES + " (registries per version)",
+    example='region: "us-west-2"',
+)
+def release_region(context: RuleContext) -> Iterator[Finding]:
+    """The region is known, and the framework version's container is published there."""
+    region = context.region
+    if region is None:
+        yield Finding(
+            "region",
+            "The region is not known; it selects the container registry and is passed to the "
+            "training toolkit.",
+            None,
+            "an AWS region such as us-west-2",
+            "set region (the constructs take it from the stack)",
+        )
+        return
+    release = context.release
+    if not context.known(region) or context.explicit_image_uri is not None or release is None:
+        return
+    if region not in release.regions:
+        yield Finding(
+            "region",
+            f"{release.framework.value} {release.version} training images are not published in "
+            "this region.",
+            region,
+            f"{len(release.regions)} regions, e.g. " + ", ".join(sorted(release.regions)[:5]),
+            "deploy to a listed region, use a newer version, or pass image_uri",
+        )
+
+
+@rule(
+    "FW-TRAINIUM-IMAGE",
+    source="SDK v2 image_uris.py (Trainium uses pytorch-training-neuron with per-SDK tags)",
+    example='image_uri: "<account>.dkr.ecr.<region>.amazonaws.com/pytorch-training-neuronx:<tag>"',
+)
+def trainium_image(context: RuleContext) -> Iterator[Finding]:
+    """Trainium instance types run a Neuron image, which is named with ``image_uri``."""
+    if context.explicit_image_uri is not None:
+        return
+    for index, instance_type in enumerate(context.instance_types):
+        if context.known(instance_type) and catalog.is_trainium(instance_type):
+            path = f"instance_groups[{index}].instance_type" if context.spec.instance_groups else "instance_type"
+            yield Finding(
+                path,
+                "Trainium instances need a Neuron Deep Learning Container, whose tags follow the "
+                "Neuron SDK release.",
+                instance_type,
+                "Trainium with image_uri naming a Neuron training image",
+                "set image_uri to a pytorch-training-neuronx image",
+            )
+            return
+
+
+@rule(
+    "FW-ENTRY-POINT",
+    source="SDK v2 fw_utils.tar_and_upload_dir, estimator.py (entry point checks)",
+    example='entry_point: "train.py", source_dir: "examples/hetero_training"',
+)
+def entry_point(context: RuleContext) -> Iterator[Finding]:
+    """The entry point is a relative path that exists in a local ``source_dir``."""
+    spec = context.spec
+    entry = spec.entry_point
+    if not context.known(entry):
+        return
+    if not entry or entry.startswith("s3://") or os.path.isabs(entry):
+        yield Finding(
+            "entry_point",
+            "The entry point must be a script path relative to source_dir.",
+            entry,
+            "a relative path such as train.py",
+            "put the script in source_dir and give its relative path",
+        )
+        return
+    source_dir = spec.source_dir
+    if not source_dir or not context.known(source_dir) or source_dir.startswith("s3://"):
+        return
+    if os.path.isdir(source_dir) and not os.path.isfile(os.path.join(source_dir, entry)):
+        yield Finding(
+            "entry_point",
+            "The entry point is not in source_dir.",
+            entry,
+            f"a file under {source_dir}",
+            "fix the path, or add the script to source_dir",
+        )
+
+
+@rule(
+    "FW-SOURCE-DIR",
+    source="Training toolkit files.py download_and_extract (S3 object opened as tar mode r:gz)",
+    example='source_dir: "examples/hetero_training"  (or s3://bucket/code/sourcedir.tar.gz)',
+)
+def source_dir(context: RuleContext) -> Iterator[Finding]:
+    """``source_dir`` is an existing local directory, or an S3 ``.tar.gz`` object."""
+    value = context.spec.source_dir
+    if value is None or not context.known(value):
+        return
+    if value.startswith("s3://"):
+        if not value.endswith(".tar.gz"):
+            yield Finding(
+                "source_dir",
+                "The toolkit downloads one S3 object and opens it as a gzip tar; a prefix or "
+                "another format fails in the container.",
+                value,
+                "an s3:// URI of a .tar.gz object",
+                "package the code as sourcedir.tar.gz and point at that object",
+            )
+    elif not os.path.isdir(value):
+        yield Finding(
+            "source_dir",
+            "The source directory does not exist.",
+            value,
+            "an existing local directory",
+            "fix the path (a spec file's relative paths start at the file's folder)",
+        )
