@@ -45,8 +45,11 @@ def _file_violations_and_plan(args: argparse.Namespace) -> tuple[list[Violation]
     if reading.spec is None:
         return list(reading.violations), None
     spec = reading.spec
-    region = args.region or spec.region or os.environ.get("AWS_REGION") or os.environ.get(
-        "AWS_DEFAULT_REGION"
+    region = (
+        args.region
+        or spec.region
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
     )
     name = args.job_name or spec.job_name
     if name is None:

@@ -15,6 +15,11 @@ from hetero_constructs.core.spec import Framework
 Version = tuple[int, ...]
 
 
+def words(text: str) -> list[str]:
+    """Whitespace-separated names, so long tables stay readable."""
+    return text.split()
+
+
 def parse_version(text: str) -> Version | None:
     """``"2.3.0"`` -> ``(2, 3, 0)``; ``None`` when the text is not a dotted number."""
     if not re.fullmatch(r"\d+(\.\d+){0,3}", text):
@@ -50,12 +55,16 @@ def is_accelerated(instance_type: str) -> bool:
 
 SMDDP_FRAMEWORK_VERSIONS: dict[Framework, frozenset[str]] = {
     Framework.PYTORCH: frozenset(
-        "1.6 1.6.0 1.7 1.7.1 1.8 1.8.0 1.8.1 1.9 1.9.0 1.9.1 1.10 1.10.0 1.10.2 1.11 1.11.0 "
-        "1.12 1.12.0 1.12.1 1.13.1 2.0.0 2.0.1 2.1.0 2.1.2 2.2.0".split()
+        words(
+            "1.6 1.6.0 1.7 1.7.1 1.8 1.8.0 1.8.1 1.9 1.9.0 1.9.1 1.10 1.10.0 1.10.2 1.11 1.11.0 "
+            "1.12 1.12.0 1.12.1 1.13.1 2.0.0 2.0.1 2.1.0 2.1.2 2.2.0"
+        )
     ),
     Framework.TENSORFLOW: frozenset(
-        "2.3 2.3.1 2.3.2 2.4 2.4.1 2.4.3 2.5 2.5.0 2.5.1 2.6 2.6.0 2.6.2 2.6.3 2.7 2.7.1 2.8 "
-        "2.8.0 2.9 2.9.1 2.9.2 2.10 2.10.1 2.11 2.11.0".split()
+        words(
+            "2.3 2.3.1 2.3.2 2.4 2.4.1 2.4.3 2.5 2.5.0 2.5.1 2.6 2.6.0 2.6.2 2.6.3 2.7 2.7.1 2.8 "
+            "2.8.0 2.9 2.9.1 2.9.2 2.10 2.10.1 2.11 2.11.0"
+        )
     ),
 }
 
@@ -67,10 +76,10 @@ SMDDP_INSTANCE_TYPES: dict[Framework, tuple[str, ...]] = {
 }
 
 TORCH_DISTRIBUTED_GPU_VERSIONS = frozenset(
-    "1.13.1 2.0.0 2.0.1 2.1.0 2.1.2 2.2.0 2.3.0 2.3.1 2.4.1 2.5.1 2.6.0 2.7.1 2.8.0".split()
+    words("1.13.1 2.0.0 2.0.1 2.1.0 2.1.2 2.2.0 2.3.0 2.3.1 2.4.1 2.5.1 2.6.0 2.7.1 2.8.0")
 )
 TORCH_DISTRIBUTED_TRAINIUM_VERSIONS = frozenset(
-    "1.11 1.11.0 1.12 1.12.0 1.12.1 1.13.1 2.0.0".split()
+    words("1.11 1.11.0 1.12 1.12.0 1.12.1 1.13.1 2.0.0")
 )
 
 MWMS_MIN_TENSORFLOW: Version = (2, 9)
@@ -89,17 +98,24 @@ SMP_ENUM_PARAMETERS: dict[str, tuple[str, ...]] = {
 }
 SMP_POSITIVE_INT_PARAMETERS = ("microbatches", "partitions", "active_microbatches")
 SMP_BOOL_PARAMETERS = (
-    "auto_partition", "contiguous", "load_partition", "horovod", "ddp", "deterministic_server",
-)  # fmt: skip
+    "auto_partition",
+    "contiguous",
+    "load_partition",
+    "horovod",
+    "ddp",
+    "deterministic_server",
+)
 
 # -- Deep Learning Container images (SDK v2 image_uri_config/pytorch.json, tensorflow.json) -----
 
 # Account that hosts pytorch-training / tensorflow-training in each region (facts file section 7).
 DLC_ACCOUNTS: dict[str, str] = {
     **dict.fromkeys(
-        "us-east-1 us-east-2 us-west-1 us-west-2 ca-central-1 sa-east-1 eu-central-1 eu-north-1 "
-        "eu-west-1 eu-west-2 eu-west-3 ap-northeast-1 ap-northeast-2 ap-south-1 ap-southeast-1 "
-        "ap-southeast-2".split(),
+        words(
+            "us-east-1 us-east-2 us-west-1 us-west-2 ca-central-1 sa-east-1 eu-central-1 eu- "
+            "north-1 eu-west-1 eu-west-2 eu-west-3 ap-northeast-1 ap-northeast-2 ap-south-1 ap- "
+            "southeast-1 ap-southeast-2"
+        ),
         "763104351884",
     ),
     "af-south-1": "626614931356",
@@ -164,10 +180,16 @@ _TF = Framework.TENSORFLOW
 RELEASES: tuple[ImageRelease, ...] = tuple(
     _releases(_PT, "1.2.0 1.3.1", "py2 py3", REGIONS_WITHOUT_ISOF, "pytorch-training")
     + _releases(_PT, "1.4.0", "py2 py3 py36", REGIONS_WITHOUT_ISOF, "pytorch-training")
-    + _releases(_PT, "1.5.0 1.6.0 1.7.1 1.8.0 1.8.1", "py3 py36", REGIONS_WITHOUT_ISOF,
-                "pytorch-training")
-    + _releases(_PT, "1.9.0 1.9.1 1.10.0 1.10.2 1.11.0 1.12.0 1.12.1", "py38",
-                REGIONS_WITHOUT_ISOF, "pytorch-training")
+    + _releases(
+        _PT, "1.5.0 1.6.0 1.7.1 1.8.0 1.8.1", "py3 py36", REGIONS_WITHOUT_ISOF, "pytorch-training"
+    )
+    + _releases(
+        _PT,
+        "1.9.0 1.9.1 1.10.0 1.10.2 1.11.0 1.12.0 1.12.1",
+        "py38",
+        REGIONS_WITHOUT_ISOF,
+        "pytorch-training",
+    )
     + _releases(_PT, "1.13.1", "py39", REGIONS_WITHOUT_ISOF, "pytorch-training")
     + _releases(_PT, "2.0.0 2.0.1", "py310", REGIONS_WITHOUT_ISOF, "pytorch-training")
     + _releases(_PT, "2.1.0 2.2.0", "py310", ALL_REGIONS, "pytorch-training")
@@ -176,33 +198,60 @@ RELEASES: tuple[ImageRelease, ...] = tuple(
     + _releases(_PT, "2.6.0 2.7.1 2.8.0", "py312", REGIONS_WITHOUT_ISO, "pytorch-training")
     # TensorFlow 1.13.1 (py3) and later (tensorflow-training).
     + _releases(_TF, "1.13.1", "py3", REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(_TF, "1.14.0 1.15.0 2.0.0 2.0.1 2.0.2 2.1.0 2.1.1", "py2 py3",
-                REGIONS_WITHOUT_ISOF, "tensorflow-training")
+    + _releases(
+        _TF,
+        "1.14.0 1.15.0 2.0.0 2.0.1 2.0.2 2.1.0 2.1.1",
+        "py2 py3",
+        REGIONS_WITHOUT_ISOF,
+        "tensorflow-training",
+    )
     + _releases(_TF, "1.15.2 1.15.3", "py2 py3 py37", REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(_TF, "1.15.4 1.15.5", "py3 py36 py37", REGIONS_WITHOUT_ISOF,
-                "tensorflow-training")
-    + _releases(_TF, "2.0.3 2.0.4 2.1.2 2.1.3", "py3 py36", REGIONS_WITHOUT_ISOF,
-                "tensorflow-training")
-    + _releases(_TF, "2.2.0 2.2.1 2.2.2 2.3.0 2.3.1 2.3.2 2.4.1 2.4.3 2.5.0 2.5.1", "py37",
-                REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(_TF, "2.6.0 2.6.2 2.6.3 2.7.1", "py38", REGIONS_WITHOUT_ISOF,
-                "tensorflow-training")
-    + _releases(_TF, "2.8.0 2.9.2 2.10.1 2.11.0", "py39", REGIONS_WITHOUT_ISOF,
-                "tensorflow-training")
+    + _releases(_TF, "1.15.4 1.15.5", "py3 py36 py37", REGIONS_WITHOUT_ISOF, "tensorflow-training")
+    + _releases(
+        _TF, "2.0.3 2.0.4 2.1.2 2.1.3", "py3 py36", REGIONS_WITHOUT_ISOF, "tensorflow-training"
+    )
+    + _releases(
+        _TF,
+        "2.2.0 2.2.1 2.2.2 2.3.0 2.3.1 2.3.2 2.4.1 2.4.3 2.5.0 2.5.1",
+        "py37",
+        REGIONS_WITHOUT_ISOF,
+        "tensorflow-training",
+    )
+    + _releases(_TF, "2.6.0 2.6.2 2.6.3 2.7.1", "py38", REGIONS_WITHOUT_ISOF, "tensorflow-training")
+    + _releases(
+        _TF, "2.8.0 2.9.2 2.10.1 2.11.0", "py39", REGIONS_WITHOUT_ISOF, "tensorflow-training"
+    )
     + _releases(_TF, "2.12.0", "py310", REGIONS_WITHOUT_ISO, "tensorflow-training")
     + _releases(_TF, "2.13.0 2.14.1", "py310", ALL_REGIONS, "tensorflow-training")
     + _releases(_TF, "2.16.2 2.18.0", "py310", REGIONS_WITHOUT_ISO, "tensorflow-training")
     + _releases(_TF, "2.19.0", "py312", REGIONS_WITHOUT_ISO, "tensorflow-training")
-)  # fmt: skip
+)
 
 # Version aliases from pytorch.json (major.minor -> release); TensorFlow aliases are the
 # latest patch of each major.minor, which _aliases() derives.
 _PYTORCH_ALIASES = {
-    "1.2": "1.2.0", "1.3": "1.3.1", "1.4": "1.4.0", "1.5": "1.5.0", "1.6": "1.6.0",
-    "1.7": "1.7.1", "1.8": "1.8.1", "1.9": "1.9.1", "1.10": "1.10.2", "1.11": "1.11.0",
-    "1.12": "1.12.1", "1.13": "1.13.1", "2.0": "2.0.1", "2.1": "2.1.0", "2.2": "2.2.0",
-    "2.3": "2.3.0", "2.4": "2.4.0", "2.5": "2.5.1", "2.6": "2.6.0", "2.7": "2.7.1", "2.8": "2.8.0",
-}  # fmt: skip
+    "1.2": "1.2.0",
+    "1.3": "1.3.1",
+    "1.4": "1.4.0",
+    "1.5": "1.5.0",
+    "1.6": "1.6.0",
+    "1.7": "1.7.1",
+    "1.8": "1.8.1",
+    "1.9": "1.9.1",
+    "1.10": "1.10.2",
+    "1.11": "1.11.0",
+    "1.12": "1.12.1",
+    "1.13": "1.13.1",
+    "2.0": "2.0.1",
+    "2.1": "2.1.0",
+    "2.2": "2.2.0",
+    "2.3": "2.3.0",
+    "2.4": "2.4.0",
+    "2.5": "2.5.1",
+    "2.6": "2.6.0",
+    "2.7": "2.7.1",
+    "2.8": "2.8.0",
+}
 
 
 @lru_cache(maxsize=1)

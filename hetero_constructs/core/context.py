@@ -79,7 +79,7 @@ class RuleContext:
 
     @cached_property
     def launchers(self) -> tuple[LauncherConfig, ...]:
-        return self.spec.distribution.launchers if self.spec.distribution else ()
+        return tuple(self.spec.distribution.launchers) if self.spec.distribution else ()
 
     @cached_property
     def launcher(self) -> LauncherConfig | None:
@@ -92,11 +92,13 @@ class RuleContext:
 
     @cached_property
     def model_parallel(self) -> bool:
-        return bool(self.spec.distribution and self.spec.distribution.model_parallel_parameters is not None)
+        return bool(
+            self.spec.distribution and self.spec.distribution.model_parallel_parameters is not None
+        )
 
     @cached_property
     def requested_distribution_groups(self) -> tuple[str, ...]:
-        return self.spec.distribution.instance_groups if self.spec.distribution else ()
+        return self.spec.distribution.group_names if self.spec.distribution else ()
 
     @cached_property
     def distribution_group(self) -> InstanceGroup | None:
@@ -150,7 +152,7 @@ class RuleContext:
 
     @cached_property
     def effective_collective(self) -> SmddpCollective | None:
-        """The SMDDP collective in effect: the one chosen, or the seed's default for the launcher."""
+        """The SMDDP collective in effect: the one chosen, or the launcher's default (seed 000)."""
         chosen = self.spec.distribution.smddp_collectives if self.spec.distribution else ()
         if len(chosen) == 1:
             return chosen[0]

@@ -86,7 +86,9 @@ class FieldChecker:
             return
         for key, item in value.items():
             if not is_json_value(item):
-                self._bad(f"{path}.{key}", item, "a JSON value (string, number, boolean, list, map)")
+                self._bad(
+                    f"{path}.{key}", item, "a JSON value (string, number, boolean, list, map)"
+                )
 
     def one_of(self, path: str, value: Any, allowed_type: type, what: str) -> None:
         if not isinstance(value, allowed_type):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import botocore.loaders
@@ -26,7 +26,7 @@ OPERATION = "CreateTrainingJob"
 _JAVA_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Z}": r"\s", r"\p{M}": r"\w"}
 
 
-@lru_cache(maxsize=None)
+@cache
 def compile_pattern(pattern: str) -> re.Pattern[str]:
     """Compile a model pattern for a full match (the model's patterns carry no anchors)."""
     for java, python in _JAVA_CLASSES.items():
@@ -55,7 +55,7 @@ def shape_at(path: str) -> Shape:
     return _shape_at(path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _shape_at(path: str) -> Shape:
     shape: Shape = input_shape()
     for step in path.split("."):
@@ -93,7 +93,7 @@ def bounds(path: str) -> Bounds:
     return _bounds(path)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bounds(path: str) -> Bounds:
     shape = shape_at(path)
     meta = shape.metadata
@@ -123,7 +123,7 @@ def training_instance_types() -> frozenset[str]:
     return frozenset(bounds("ResourceConfig.InstanceType").enum)
 
 
-@lru_cache(maxsize=None)
+@cache
 def dns_suffix(region: str) -> str | None:
     """The partition DNS suffix of a region (``amazonaws.com``, ``amazonaws.com.cn``, ...)."""
     endpoints = botocore.loaders.create_loader().load_data("endpoints")
@@ -193,7 +193,9 @@ def _range(low: int | None, high: int | None, unit: str) -> str:
     return f"{low} to {high}{suffix}"
 
 
-def _size(meta: Mapping[str, Any], size: int, value: Any, path: str, unit: str) -> Iterator[ShapeProblem]:
+def _size(
+    meta: Mapping[str, Any], size: int, value: Any, path: str, unit: str
+) -> Iterator[ShapeProblem]:
     low, high = meta.get("min"), meta.get("max")
     if (low is not None and size < low) or (high is not None and size > high):
         yield ShapeProblem(path, f"has {size} {unit}", value, _range(low, high, unit))

@@ -6,9 +6,10 @@ The objects only insist on field types, so that every rule can rely on them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import contextlib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
@@ -19,17 +20,14 @@ def _frozen_mapping(value: Any) -> Any:
     return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
 
 
-class Framework(str, Enum):
+class Framework(StrEnum):
     """The Deep Learning Container framework the estimator would be."""
 
     PYTORCH = "pytorch"
     TENSORFLOW = "tensorflow"
 
-    def __str__(self) -> str:
-        return self.value
 
-
-class Launcher(str, Enum):
+class Launcher(StrEnum):
     """How the training toolkit starts processes on the distribution instance group.
 
     The values are the SDK's ``distribution`` keys.
@@ -42,9 +40,6 @@ class Launcher(str, Enum):
     PARAMETER_SERVER = "parameter_server"
     MULTI_WORKER_MIRRORED = "multi_worker_mirrored_strategy"
     PYTORCH_XLA = "pytorchxla"
-
-    def __str__(self) -> str:
-        return self.value
 
     @property
     def is_mpirun_based(self) -> bool:
@@ -65,14 +60,11 @@ _SMDDP_LAUNCHERS = frozenset(
 )
 
 
-class SmddpCollective(str, Enum):
+class SmddpCollective(StrEnum):
     """The SMDDP collective operation that replaces NCCL's (seed: SMDDP collectives)."""
 
     ALL_REDUCE = "AllReduce"
     ALL_GATHER = "AllGather"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -105,7 +97,8 @@ class TrainingChannel:
 
     name: str
     s3_uri: str
-    instance_groups: tuple[str, ...] = ()
+    # Group names; InstanceGroup objects are accepted too and stored by name.
+    instance_groups: Sequence[str | InstanceGroup] = ()
     s3_data_type: str = "S3Prefix"
     distribution: str = "FullyReplicated"
     input_mode: str | None = None
@@ -124,6 +117,11 @@ class TrainingChannel:
         for name in ("input_mode", "content_type", "compression", "record_wrapping"):
             check.string(name, getattr(self, name), optional=True)
         check.done()
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        """The instance groups this channel is sent to (empty: every instance)."""
+        return tuple(str(name) for name in self.instance_groups)
 
 
 @dataclass(frozen=True)
@@ -153,10 +151,10 @@ class DistributedTraining:
     combination so that the rules can explain the invalid ones.
     """
 
-    launchers: tuple[LauncherConfig, ...] = ()
-    instance_groups: tuple[str, ...] = ()
+    launchers: Sequence[LauncherConfig] = ()
+    instance_groups: Sequence[str | InstanceGroup] = ()
     model_parallel_parameters: Mapping[str, Any] | None = None
-    smddp_collectives: tuple[SmddpCollective, ...] = ()
+    smddp_collectives: Sequence[SmddpCollective] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "launchers", as_tuple(self.launchers))
@@ -193,7 +191,7 @@ class DistributedTraining:
         collectives = () if smddp_collective is None else (SmddpCollective(smddp_collective),)
         return DistributedTraining(
             launchers=(LauncherConfig(kind, processes_per_host, custom_mpi_options),),
-            instance_groups=() if instance_group is None else (instance_group,),  # type: ignore[arg-type]
+            instance_groups=() if instance_group is None else (instance_group,),
             model_parallel_parameters=model_parallel_parameters,
             smddp_collectives=collectives,
         )
@@ -256,7 +254,7 @@ class DistributedTraining:
         processes_per_host: int | None = None,
         custom_mpi_options: str | None = None,
     ) -> DistributedTraining:
-        """The SageMaker model parallel library: v1 under ``mpi``, v2 under ``torch_distributed``."""
+        """The SageMaker model parallel library: v1 under ``mpi``, v2 under torch_distributed."""
         return DistributedTraining._single(
             launcher,
             instance_group=instance_group,
@@ -281,7 +279,9 @@ class DistributedTraining:
         )
 
     @staticmethod
-    def parameter_server(*, instance_group: str | InstanceGroup | None = None) -> DistributedTraining:
+    def parameter_server(
+        *, instance_group: str | InstanceGroup | None = None
+    ) -> DistributedTraining:
         """TensorFlow parameter servers (homogeneous clusters only)."""
         return DistributedTraining._single(Launcher.PARAMETER_SERVER, instance_group=instance_group)
 
@@ -295,6 +295,11 @@ class DistributedTraining:
         )
 
     # -- derived views ---------------------------------------------------------------------
+
+    @property
+    def group_names(self) -> tuple[str, ...]:
+        """The distribution instance groups, by name."""
+        return tuple(str(name) for name in self.instance_groups)
 
     @property
     def launcher_kinds(self) -> tuple[Launcher, ...]:
@@ -357,10 +362,10 @@ class TrainingSpec:
     py_version: str | None = None
     image_uri: str | None = None
     source_dir: str | None = None
-    instance_groups: tuple[InstanceGroup, ...] = ()
+    instance_groups: Sequence[InstanceGroup] = ()
     instance_type: str | None = None
     instance_count: int | None = None
-    channels: tuple[TrainingChannel, ...] = ()
+    channels: Sequence[TrainingChannel] = ()
     distribution: DistributedTraining | None = None
     hyperparameters: Mapping[str, Any] = field(default_factory=dict)
     environment: Mapping[str, str] = field(default_factory=dict)
@@ -373,10 +378,10 @@ class TrainingSpec:
     max_run: int = 86400
     input_mode: str = "File"
     container_log_level: int = 20
-    metric_definitions: tuple[MetricDefinition, ...] = ()
+    metric_definitions: Sequence[MetricDefinition] = ()
     # Options a production job needs.
-    subnets: tuple[str, ...] = ()
-    security_group_ids: tuple[str, ...] = ()
+    subnets: Sequence[str] = ()
+    security_group_ids: Sequence[str] = ()
     volume_kms_key: str | None = None
     output_kms_key: str | None = None
     enable_network_isolation: bool = False
@@ -395,10 +400,8 @@ class TrainingSpec:
         for name in ("hyperparameters", "environment", "tags"):
             object.__setattr__(self, name, _frozen_mapping(getattr(self, name)))
         if isinstance(self.framework, str) and not isinstance(self.framework, Framework):
-            try:
+            with contextlib.suppress(ValueError):  # an unknown name is reported below
                 object.__setattr__(self, "framework", Framework(self.framework))
-            except ValueError:
-                pass  # reported below as a type problem
         self._check_types()
 
     def _check_types(self) -> None:
@@ -406,10 +409,21 @@ class TrainingSpec:
         check.string("entry_point", self.entry_point)
         check.one_of("framework", self.framework, Framework, "'pytorch' or 'tensorflow'")
         for name in (
-            "framework_version", "py_version", "image_uri", "source_dir", "instance_type",
-            "output_path", "role", "region", "job_name", "base_job_name", "volume_kms_key",
-            "output_kms_key", "checkpoint_s3_uri", "checkpoint_local_path",
-        ):  # fmt: skip
+            "framework_version",
+            "py_version",
+            "image_uri",
+            "source_dir",
+            "instance_type",
+            "output_path",
+            "role",
+            "region",
+            "job_name",
+            "base_job_name",
+            "volume_kms_key",
+            "output_kms_key",
+            "checkpoint_s3_uri",
+            "checkpoint_local_path",
+        ):
             check.string(name, getattr(self, name), optional=True)
         check.string("input_mode", self.input_mode)
         for name in ("instance_count", "max_wait", "max_retry_attempts"):
@@ -417,8 +431,10 @@ class TrainingSpec:
         for name in ("volume_size", "max_run", "container_log_level"):
             check.integer(name, getattr(self, name))
         for name in (
-            "enable_network_isolation", "encrypt_inter_container_traffic", "use_spot_instances",
-        ):  # fmt: skip
+            "enable_network_isolation",
+            "encrypt_inter_container_traffic",
+            "use_spot_instances",
+        ):
             check.boolean(name, getattr(self, name))
         check.tuple_of("instance_groups", self.instance_groups, InstanceGroup, "InstanceGroups")
         check.tuple_of("channels", self.channels, TrainingChannel, "TrainingChannels")
@@ -426,7 +442,9 @@ class TrainingSpec:
             "metric_definitions", self.metric_definitions, MetricDefinition, "MetricDefinitions"
         )
         if self.distribution is not None:
-            check.one_of("distribution", self.distribution, DistributedTraining, "DistributedTraining")
+            check.one_of(
+                "distribution", self.distribution, DistributedTraining, "DistributedTraining"
+            )
         check.string_tuple("subnets", self.subnets)
         check.string_tuple("security_group_ids", self.security_group_ids)
         check.json_mapping("hyperparameters", self.hyperparameters)

@@ -34,41 +34,105 @@ from hetero_constructs.core.violations import SpecValidationError, Violation
 
 # Rules of the file itself, for the catalogue (the semantic rules live in core.rules).
 SPEC_FILE_RULES = (
-    ("SPEC-FILE", "The file exists and parses as JSON (or YAML for .yaml/.yml) to a mapping.",
-     "this library"),
-    ("SPEC-UNKNOWN-KEY", "Every key is one the library knows (the SDK silently ignores unknown "
-     "keys, so a typo like `procesess_per_host` would be lost).", "this library"),
-    ("SPEC-REQUIRED", "Required keys are present: `entry_point`, `framework`.", "SDK v2 estimators"),
-    ("SPEC-TYPE", "Every value has its type: strings, integers, booleans, lists, maps.",
-     "SDK v2 estimators"),
-    ("SPEC-LAUNCHER-ENABLED", "Every launcher in `distribution` says `enabled: true` or `false` "
-     "(the SDK treats a missing `enabled` as false and silently drops the launcher).",
-     "SDK v2 estimator.py"),
-)  # fmt: skip
+    (
+        "SPEC-FILE",
+        "The file exists and parses as JSON (or YAML for .yaml/.yml) to a mapping.",
+        "this library",
+    ),
+    (
+        "SPEC-UNKNOWN-KEY",
+        "Every key is one the library knows (the SDK silently ignores unknown "
+        "keys, so a typo like `procesess_per_host` would be lost).",
+        "this library",
+    ),
+    (
+        "SPEC-REQUIRED",
+        "Required keys are present: `entry_point`, `framework`.",
+        "SDK v2 estimators",
+    ),
+    (
+        "SPEC-TYPE",
+        "Every value has its type: strings, integers, booleans, lists, maps.",
+        "SDK v2 estimators",
+    ),
+    (
+        "SPEC-LAUNCHER-ENABLED",
+        "Every launcher in `distribution` says `enabled: true` or `false` "
+        "(the SDK treats a missing `enabled` as false and silently drops the launcher).",
+        "SDK v2 estimator.py",
+    ),
+)
 
 _SCALARS = (
-    "framework_version", "py_version", "image_uri", "entry_point", "source_dir", "role",
-    "region", "output_path", "job_name", "base_job_name", "instance_type", "instance_count",
-    "volume_size", "max_run", "input_mode", "container_log_level", "volume_kms_key",
-    "output_kms_key", "enable_network_isolation", "encrypt_inter_container_traffic",
-    "use_spot_instances", "max_wait", "checkpoint_s3_uri", "checkpoint_local_path",
+    "framework_version",
+    "py_version",
+    "image_uri",
+    "entry_point",
+    "source_dir",
+    "role",
+    "region",
+    "output_path",
+    "job_name",
+    "base_job_name",
+    "instance_type",
+    "instance_count",
+    "volume_size",
+    "max_run",
+    "input_mode",
+    "container_log_level",
+    "volume_kms_key",
+    "output_kms_key",
+    "enable_network_isolation",
+    "encrypt_inter_container_traffic",
+    "use_spot_instances",
+    "max_wait",
+    "checkpoint_s3_uri",
+    "checkpoint_local_path",
     "max_retry_attempts",
-)  # fmt: skip
+)
 _TOP_LEVEL = frozenset(
-    (*_SCALARS, "framework", "instance_groups", "channels", "distribution", "smddp_collective",
-     "hyperparameters", "environment", "subnets", "security_group_ids", "tags",
-     "metric_definitions")
-)  # fmt: skip
+    (
+        *_SCALARS,
+        "framework",
+        "instance_groups",
+        "channels",
+        "distribution",
+        "smddp_collective",
+        "hyperparameters",
+        "environment",
+        "subnets",
+        "security_group_ids",
+        "tags",
+        "metric_definitions",
+    )
+)
 _GROUP_KEYS = frozenset({"name", "instance_type", "instance_count"})
 _CHANNEL_KEYS = frozenset(
-    {"s3_uri", "s3_data", "s3_data_type", "distribution", "input_mode", "instance_groups",
-     "content_type", "compression", "record_wrapping"}
-)  # fmt: skip
+    {
+        "s3_uri",
+        "s3_data",
+        "s3_data_type",
+        "distribution",
+        "input_mode",
+        "instance_groups",
+        "content_type",
+        "compression",
+        "record_wrapping",
+    }
+)
 _LAUNCHER_KEYS = frozenset({"enabled", "processes_per_host", "custom_mpi_options"})
 _DISTRIBUTION_KEYS = frozenset(
-    {"torch_distributed", "pytorchddp", "smdistributed", "mpi", "parameter_server",
-     "multi_worker_mirrored_strategy", "pytorchxla", "instance_groups"}
-)  # fmt: skip
+    {
+        "torch_distributed",
+        "pytorchddp",
+        "smdistributed",
+        "mpi",
+        "parameter_server",
+        "multi_worker_mirrored_strategy",
+        "pytorchxla",
+        "instance_groups",
+    }
+)
 _SMDISTRIBUTED_KEYS = frozenset({"dataparallel", "modelparallel"})
 _MODEL_PARALLEL_KEYS = frozenset({"enabled", "parameters"})
 
@@ -81,14 +145,22 @@ class _Reader:
     def __init__(self) -> None:
         self.violations: list[Violation] = []
 
-    def problem(self, rule: str, path: str, problem: str, value: Any, allowed: str, fix: str) -> None:
+    def problem(
+        self, rule: str, path: str, problem: str, value: Any, allowed: str, fix: str
+    ) -> None:
         self.violations.append(Violation(rule, path, problem, value, allowed, fix))
 
     def mapping(self, path: str, value: Any, keys: frozenset[str] | None) -> Mapping[str, Any]:
         """A mapping with string keys; unknown keys are reported (``keys=None``: any key)."""
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
-            self.problem("SPEC-TYPE", path, "Expected a mapping with string keys.", value,
-                         "a mapping", f"give '{path}' as a mapping")  # fmt: skip
+            self.problem(
+                "SPEC-TYPE",
+                path,
+                "Expected a mapping with string keys.",
+                value,
+                "a mapping",
+                f"give '{path}' as a mapping",
+            )
             return {}
         if keys is not None:
             for key in value:
@@ -100,13 +172,20 @@ class _Reader:
         close = difflib.get_close_matches(key, sorted(keys), n=1)
         fix = f"did you mean '{close[0]}'?" if close else "remove the key"
         where = f"{path}.{key}" if path else key
-        self.problem("SPEC-UNKNOWN-KEY", where, "Unknown key; the SDK would silently ignore it.",
-                     key, ", ".join(sorted(keys)), fix)  # fmt: skip
+        self.problem(
+            "SPEC-UNKNOWN-KEY",
+            where,
+            "Unknown key; the SDK would silently ignore it.",
+            key,
+            ", ".join(sorted(keys)),
+            fix,
+        )
 
     def sequence(self, path: str, value: Any) -> list[Any]:
         if not isinstance(value, list | tuple):
-            self.problem("SPEC-TYPE", path, "Expected a list.", value, "a list",
-                         f"give '{path}' as a list")  # fmt: skip
+            self.problem(
+                "SPEC-TYPE", path, "Expected a list.", value, "a list", f"give '{path}' as a list"
+            )
             return []
         return list(value)
 
@@ -119,9 +198,15 @@ class _Reader:
                 full = f"{path}.{v.path}" if path and v.path else (path or v.path)
                 quoted, requoted = f"'{v.path}'", f"'{full}'"
                 self.violations.append(
-                    Violation(v.rule, full, v.problem.replace(quoted, requoted), v.value,
-                              v.allowed, v.fix.replace(quoted, requoted))
-                )  # fmt: skip
+                    Violation(
+                        v.rule,
+                        full,
+                        v.problem.replace(quoted, requoted),
+                        v.value,
+                        v.allowed,
+                        v.fix.replace(quoted, requoted),
+                    )
+                )
             return None
 
 
@@ -152,8 +237,14 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
     fields: dict[str, Any] = {name: top[name] for name in _SCALARS if name in top}
     for required in ("entry_point", "framework"):
         if required not in top and isinstance(data, Mapping):
-            reader.problem("SPEC-REQUIRED", required, f"'{required}' is required.", None,
-                           _REQUIRED_HELP[required], f"add '{required}'")  # fmt: skip
+            reader.problem(
+                "SPEC-REQUIRED",
+                required,
+                f"'{required}' is required.",
+                None,
+                _REQUIRED_HELP[required],
+                f"add '{required}'",
+            )
     if "framework" in top:
         fields["framework"] = _framework(reader, top["framework"])
     source_dir = fields.get("source_dir")
@@ -175,9 +266,11 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
         fields["tags"] = _tags(reader, top["tags"])
     if "metric_definitions" in top:
         fields["metric_definitions"] = _metrics(reader, top["metric_definitions"])
-    blocking = [v for v in reader.violations if v.rule != "SPEC-UNKNOWN-KEY"]
-    spec = None if blocking else reader.build("", TrainingSpec, **fields)
-    return SpecReading(spec, tuple(reader.violations))
+    # Built even when parts failed (they are left out), so its own field types are reported
+    # too; such a partial spec is never returned.
+    blocked = any(v.rule != "SPEC-UNKNOWN-KEY" for v in reader.violations)
+    spec = reader.build("", TrainingSpec, **fields) if "entry_point" in fields else None
+    return SpecReading(None if blocked else spec, tuple(reader.violations))
 
 
 def spec_from_dict(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> TrainingSpec:
@@ -195,8 +288,14 @@ def _framework(reader: _Reader, value: Any) -> Any:
     try:
         return Framework(value)
     except ValueError:
-        reader.problem("SPEC-TYPE", "framework", "Unknown framework.", value,
-                       "'pytorch' or 'tensorflow'", "set framework to pytorch or tensorflow")  # fmt: skip
+        reader.problem(
+            "SPEC-TYPE",
+            "framework",
+            "Unknown framework.",
+            value,
+            "'pytorch' or 'tensorflow'",
+            "set framework to pytorch or tensorflow",
+        )
         return value
 
 
@@ -207,8 +306,14 @@ def _groups(reader: _Reader, value: Any) -> tuple[InstanceGroup, ...]:
         item = reader.mapping(path, raw, _GROUP_KEYS)
         missing = [k for k in ("name", "instance_type") if k not in item]
         for key in missing:
-            reader.problem("SPEC-REQUIRED", f"{path}.{key}", f"An instance group needs '{key}'.",
-                           None, "name, instance_type, instance_count", f"add '{key}'")  # fmt: skip
+            reader.problem(
+                "SPEC-REQUIRED",
+                f"{path}.{key}",
+                f"An instance group needs '{key}'.",
+                None,
+                "name, instance_type, instance_count",
+                f"add '{key}'",
+            )
         if isinstance(raw, Mapping) and not missing:
             group = reader.build(path, InstanceGroup, **item)
             if group is not None:
@@ -225,13 +330,24 @@ def _channels(reader: _Reader, value: Any) -> tuple[TrainingChannel, ...]:
         item = dict(reader.mapping(path, raw, _CHANNEL_KEYS))
         if "s3_data" in item:
             if "s3_uri" in item:
-                reader.problem("SPEC-TYPE", f"{path}.s3_data", "Both s3_uri and s3_data are set.",
-                               item["s3_data"], "one of s3_uri, s3_data (the SDK's name)",
-                               "keep only s3_uri")  # fmt: skip
+                reader.problem(
+                    "SPEC-TYPE",
+                    f"{path}.s3_data",
+                    "Both s3_uri and s3_data are set.",
+                    item["s3_data"],
+                    "one of s3_uri, s3_data (the SDK's name)",
+                    "keep only s3_uri",
+                )
             item["s3_uri"] = item.pop("s3_data")
         if "s3_uri" not in item:
-            reader.problem("SPEC-REQUIRED", f"{path}.s3_uri", "A channel needs its S3 location.",
-                           None, "an s3:// URI", "add s3_uri")  # fmt: skip
+            reader.problem(
+                "SPEC-REQUIRED",
+                f"{path}.s3_uri",
+                "A channel needs its S3 location.",
+                None,
+                "an s3:// URI",
+                "add s3_uri",
+            )
             continue
         channel = reader.build(path, TrainingChannel, name=name, **item)
         if channel is not None:
@@ -246,10 +362,13 @@ def _launcher(reader: _Reader, path: str, kind: Launcher, raw: Any) -> LauncherC
     enabled = options.get("enabled")
     if not isinstance(enabled, bool):
         reader.problem(
-            "SPEC-LAUNCHER-ENABLED", f"{path}.enabled",
+            "SPEC-LAUNCHER-ENABLED",
+            f"{path}.enabled",
             "The launcher does not say whether it is enabled; the SDK would treat it as disabled.",
-            enabled, "true or false", f'set "enabled": true under {path}',
-        )  # fmt: skip
+            enabled,
+            "true or false",
+            f'set "enabled": true under {path}',
+        )
         return None
     if not enabled:
         return None
@@ -266,18 +385,29 @@ def _distribution(reader: _Reader, value: Any, collective: Any) -> DistributedTr
     raw = reader.mapping("distribution", value, _DISTRIBUTION_KEYS)
     launchers: list[LauncherConfig] = []
     parameters: Mapping[str, Any] | None = None
-    for key in ("torch_distributed", "pytorchddp", "mpi", "parameter_server",
-                "multi_worker_mirrored_strategy", "pytorchxla"):  # fmt: skip
+    for key in (
+        "torch_distributed",
+        "pytorchddp",
+        "mpi",
+        "parameter_server",
+        "multi_worker_mirrored_strategy",
+        "pytorchxla",
+    ):
         if key in raw:
             entry = _launcher(reader, f"distribution.{key}", Launcher(key), raw[key])
             if entry is not None:
                 launchers.append(entry)
     if "smdistributed" in raw:
-        smdistributed = reader.mapping("distribution.smdistributed", raw["smdistributed"],
-                                       _SMDISTRIBUTED_KEYS)  # fmt: skip
+        smdistributed = reader.mapping(
+            "distribution.smdistributed", raw["smdistributed"], _SMDISTRIBUTED_KEYS
+        )
         if "dataparallel" in smdistributed:
-            entry = _launcher(reader, "distribution.smdistributed.dataparallel",
-                              Launcher.SMDISTRIBUTED_DATA_PARALLEL, smdistributed["dataparallel"])  # fmt: skip
+            entry = _launcher(
+                reader,
+                "distribution.smdistributed.dataparallel",
+                Launcher.SMDISTRIBUTED_DATA_PARALLEL,
+                smdistributed["dataparallel"],
+            )
             if entry is not None:
                 launchers.append(entry)
         if "modelparallel" in smdistributed:
@@ -301,11 +431,20 @@ def _model_parallel(reader: _Reader, value: Any) -> Mapping[str, Any] | None:
         return None
     enabled = options.get("enabled")
     if not isinstance(enabled, bool):
-        reader.problem("SPEC-LAUNCHER-ENABLED", f"{path}.enabled",
-                       "Model parallelism does not say whether it is enabled.", enabled,
-                       "true or false", f'set "enabled": true under {path}')  # fmt: skip
+        reader.problem(
+            "SPEC-LAUNCHER-ENABLED",
+            f"{path}.enabled",
+            "Model parallelism does not say whether it is enabled.",
+            enabled,
+            "true or false",
+            f'set "enabled": true under {path}',
+        )
         return None
-    return reader.mapping(f"{path}.parameters", options.get("parameters", {}), None) if enabled else None
+    return (
+        reader.mapping(f"{path}.parameters", options.get("parameters", {}), None)
+        if enabled
+        else None
+    )
 
 
 def _collectives(reader: _Reader, value: Any) -> tuple[SmddpCollective, ...]:
@@ -317,9 +456,14 @@ def _collectives(reader: _Reader, value: Any) -> tuple[SmddpCollective, ...]:
         try:
             collectives.append(SmddpCollective(item))
         except ValueError:
-            reader.problem("SPEC-TYPE", "smddp_collective", "Unknown SMDDP collective.", item,
-                           "AllReduce or AllGather", 'set smddp_collective to "AllReduce" or '
-                           '"AllGather"')  # fmt: skip
+            reader.problem(
+                "SPEC-TYPE",
+                "smddp_collective",
+                "Unknown SMDDP collective.",
+                item,
+                "AllReduce or AllGather",
+                'set smddp_collective to "AllReduce" or "AllGather"',
+            )
     return tuple(collectives)
 
 
@@ -339,7 +483,9 @@ def _metrics(reader: _Reader, value: Any) -> tuple[MetricDefinition, ...]:
     for index, raw in enumerate(reader.sequence("metric_definitions", value)):
         path = f"metric_definitions[{index}]"
         item = reader.mapping(path, raw, frozenset({"Name", "Regex"}))
-        metric = reader.build(path, MetricDefinition, name=item.get("Name"), regex=item.get("Regex"))
+        metric = reader.build(
+            path, MetricDefinition, name=item.get("Name"), regex=item.get("Regex")
+        )
         if metric is not None:
             metrics.append(metric)
     return tuple(metrics)
@@ -362,9 +508,17 @@ def parse_text(text: str, *, yaml_syntax: bool) -> Any:
         return yaml.safe_load(text) if yaml_syntax else json.loads(text)
     except (ValueError, yaml.YAMLError) as error:
         raise SpecValidationError(
-            [Violation("SPEC-FILE", "", "The spec does not parse.", str(error).splitlines()[0],
-                       "YAML" if yaml_syntax else "JSON", "fix the syntax at the position given")]
-        ) from None  # fmt: skip
+            [
+                Violation(
+                    "SPEC-FILE",
+                    "",
+                    "The spec does not parse.",
+                    str(error).splitlines()[0],
+                    "YAML" if yaml_syntax else "JSON",
+                    "fix the syntax at the position given",
+                )
+            ]
+        ) from None
 
 
 def read_spec_file(path: str | os.PathLike[str]) -> SpecReading:
@@ -374,9 +528,17 @@ def read_spec_file(path: str | os.PathLike[str]) -> SpecReading:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise SpecValidationError(
-            [Violation("SPEC-FILE", "", "The spec file cannot be read.", str(file),
-                       "a readable UTF-8 file", str(error))]
-        ) from None  # fmt: skip
+            [
+                Violation(
+                    "SPEC-FILE",
+                    "",
+                    "The spec file cannot be read.",
+                    str(file),
+                    "a readable UTF-8 file",
+                    str(error),
+                )
+            ]
+        ) from None
     data = parse_text(text, yaml_syntax=file.suffix.lower() in (".yaml", ".yml"))
     return read_spec(data, base_dir=file.parent)
 

@@ -144,7 +144,7 @@ def _channel(channel: TrainingChannel, s3_uri: str, groups: tuple[str, ...]) -> 
 
 def _channels(context: RuleContext, name: str) -> list[dict[str, Any]]:
     spec = context.spec
-    channels = [_channel(c, c.s3_uri, c.instance_groups) for c in spec.channels]
+    channels = [_channel(c, c.s3_uri, c.group_names) for c in spec.channels]
     if spec.enable_network_isolation:
         # The code reaches an isolated container only as a channel. When channels are scoped to
         # groups, the service wants every channel scoped (the SDK leaves this one unscoped).

@@ -120,4 +120,6 @@ def all_hyperparameters(context: RuleContext, job_name: str) -> dict[str, Any]:
 
 
 def encoded_hyperparameters(context: RuleContext, job_name: str) -> dict[str, str]:
-    return {str(key): encode(value) for key, value in all_hyperparameters(context, job_name).items()}
+    return {
+        str(key): encode(value) for key, value in all_hyperparameters(context, job_name).items()
+    }

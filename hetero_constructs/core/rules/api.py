@@ -38,8 +38,10 @@ def instance_type(context: RuleContext) -> Iterator[Finding]:
     """Every instance type is in the API's ``TrainingInstanceType`` enum."""
     allowed = service_model.training_instance_types()
     spec = context.spec
-    typed = [(f"instance_groups[{i}].instance_type", g.instance_type)
-             for i, g in enumerate(spec.instance_groups)]  # fmt: skip
+    typed = [
+        (f"instance_groups[{i}].instance_type", g.instance_type)
+        for i, g in enumerate(spec.instance_groups)
+    ]
     if spec.instance_type is not None:
         typed.append(("instance_type", spec.instance_type))
     for path, value in typed:
@@ -64,7 +66,7 @@ def training_job_name(context: RuleContext) -> Iterator[Finding]:
     spec = context.spec
     for path, value in (("job_name", spec.job_name), ("base_job_name", spec.base_job_name)):
         yield from model_string(context, path, value, "TrainingJobName", "training job name")
-    if context.deployment.job_name is not None:
+    if context.deployment.job_name not in (None, spec.job_name):
         yield from model_string(
             context, "job_name", context.deployment.job_name, "TrainingJobName", "training job name"
         )
@@ -102,9 +104,12 @@ def channels(context: RuleContext) -> Iterator[Finding]:
     seen: set[str] = set()
     for channel in spec.channels:
         yield from model_string(
-            context, channel_path(channel.name), channel.name, f"{_CHANNELS}[].ChannelName",
+            context,
+            channel_path(channel.name),
+            channel.name,
+            f"{_CHANNELS}[].ChannelName",
             "channel name",
-        )  # fmt: skip
+        )
         if channel.name in seen:
             yield Finding(
                 channel_path(channel.name),
@@ -131,30 +136,46 @@ def channels(context: RuleContext) -> Iterator[Finding]:
     "API-CHANNEL-OPTIONS",
     source=f"{_MODEL} S3DataType, S3DataDistributionType, TrainingInputMode, CompressionType, "
     "RecordWrapperType enums",
-    example='"s3_data_type": "S3Prefix", "distribution": "ShardedByS3Key", "input_mode": "FastFile"',
+    example='"distribution": "ShardedByS3Key", "input_mode": "FastFile"',
 )
 def channel_options(context: RuleContext) -> Iterator[Finding]:
     """Channel and job options take the API's enum values."""
     yield from model_enum(
-        context, "input_mode", context.spec.input_mode,
-        "AlgorithmSpecification.TrainingInputMode", "input mode",
-    )  # fmt: skip
+        context,
+        "input_mode",
+        context.spec.input_mode,
+        "AlgorithmSpecification.TrainingInputMode",
+        "input mode",
+    )
     for channel in context.spec.channels:
         options = (
             ("s3_data_type", channel.s3_data_type, f"{_S3}.S3DataType", "S3 data type"),
-            ("distribution", channel.distribution, f"{_S3}.S3DataDistributionType",
-             "S3 data distribution"),
+            (
+                "distribution",
+                channel.distribution,
+                f"{_S3}.S3DataDistributionType",
+                "S3 data distribution",
+            ),
             ("input_mode", channel.input_mode, f"{_CHANNELS}[].InputMode", "input mode"),
             ("compression", channel.compression, f"{_CHANNELS}[].CompressionType", "compression"),
-            ("record_wrapping", channel.record_wrapping, f"{_CHANNELS}[].RecordWrapperType",
-             "record wrapper"),
-        )  # fmt: skip
+            (
+                "record_wrapping",
+                channel.record_wrapping,
+                f"{_CHANNELS}[].RecordWrapperType",
+                "record wrapper",
+            ),
+        )
         for field, value, model_path, what in options:
-            yield from model_enum(context, channel_path(channel.name, field), value, model_path, what)
+            yield from model_enum(
+                context, channel_path(channel.name, field), value, model_path, what
+            )
         yield from model_string(
-            context, channel_path(channel.name, "content_type"), channel.content_type,
-            f"{_CHANNELS}[].ContentType", "content type",
-        )  # fmt: skip
+            context,
+            channel_path(channel.name, "content_type"),
+            channel.content_type,
+            f"{_CHANNELS}[].ContentType",
+            "content type",
+        )
 
 
 @rule(
@@ -166,9 +187,12 @@ def s3_uris(context: RuleContext) -> Iterator[Finding]:
     """Channel, output and checkpoint locations are S3 URIs the API accepts."""
     spec = context.spec
     for channel in spec.channels:
-        yield from s3_uri_finding(context, channel_path(channel.name, "s3_uri"), channel.s3_uri,
-                                  "channel S3 URI")  # fmt: skip
-    yield from s3_uri_finding(context, "checkpoint_s3_uri", spec.checkpoint_s3_uri, "checkpoint URI")
+        yield from s3_uri_finding(
+            context, channel_path(channel.name, "s3_uri"), channel.s3_uri, "channel S3 URI"
+        )
+    yield from s3_uri_finding(
+        context, "checkpoint_s3_uri", spec.checkpoint_s3_uri, "checkpoint URI"
+    )
     output = context.output_path
     if output is None:
         yield Finding(
@@ -204,21 +228,31 @@ def hyperparameters(context: RuleContext) -> Iterator[Finding]:
             )
     encoded = context.request["HyperParameters"]
     added = len(encoded) - len(user)
+    room = (service_model.bounds("HyperParameters").maximum or 0) - added
     for finding in model_count("hyperparameters", encoded, "HyperParameters", "hyperparameters"):
         yield Finding(
             finding.path,
             f"{finding.problem} ({added} of them are the toolkit's own keys.)",
             finding.value,
             finding.allowed,
-            f"remove hyperparameters: at most {service_model.bounds('HyperParameters').maximum - added} "  # type: ignore[operator]
-            "of your own fit",
+            f"remove hyperparameters: at most {room} of your own fit",
         )
     for key, value in encoded.items():
         if key in user and context.known(user[key]):
-            yield from model_string(context, f"hyperparameters.{key}", key,
-                                    "HyperParameters.{key}", "hyperparameter key")  # fmt: skip
-            yield from model_string(context, f"hyperparameters.{key}", value,
-                                    "HyperParameters.{}", "JSON-encoded hyperparameter value")  # fmt: skip
+            yield from model_string(
+                context,
+                f"hyperparameters.{key}",
+                key,
+                "HyperParameters.{key}",
+                "hyperparameter key",
+            )
+            yield from model_string(
+                context,
+                f"hyperparameters.{key}",
+                value,
+                "HyperParameters.{}",
+                "JSON-encoded hyperparameter value",
+            )
 
 
 @rule(
@@ -231,10 +265,12 @@ def environment(context: RuleContext) -> Iterator[Finding]:
     env = context.request.get("Environment", {})
     yield from model_count("environment", env, "Environment", "variables")
     for key, value in context.spec.environment.items():
-        yield from model_string(context, f"environment.{key}", key, "Environment.{key}",
-                                "environment variable name")  # fmt: skip
-        yield from model_string(context, f"environment.{key}", value, "Environment.{}",
-                                "environment value")  # fmt: skip
+        yield from model_string(
+            context, f"environment.{key}", key, "Environment.{key}", "environment variable name"
+        )
+        yield from model_string(
+            context, f"environment.{key}", value, "Environment.{}", "environment value"
+        )
 
 
 @rule(
@@ -244,28 +280,46 @@ def environment(context: RuleContext) -> Iterator[Finding]:
     example="max_run: 86400, use_spot_instances: true, max_wait: 172800",
 )
 def stopping(context: RuleContext) -> Iterator[Finding]:
-    """``max_run`` is 1 s to 28 days; ``max_wait`` comes with spot, is required there, and >= ``max_run``."""
+    """``max_run`` is 1 s to 28 days; ``max_wait`` is set exactly with spot, and >= ``max_run``."""
     spec = context.spec
     max_run, max_wait = spec.max_run, spec.max_wait
     if context.known(max_run) and not 1 <= max_run <= MAX_RUNTIME_SECONDS:
-        yield Finding("max_run", "The maximum runtime is out of range.", max_run,
-                      f"1 to {MAX_RUNTIME_SECONDS} seconds (28 days)",
-                      "set max_run within 28 days")  # fmt: skip
+        yield Finding(
+            "max_run",
+            "The maximum runtime is out of range.",
+            max_run,
+            f"1 to {MAX_RUNTIME_SECONDS} seconds (28 days)",
+            "set max_run within 28 days",
+        )
     if max_wait is not None and not spec.use_spot_instances:
-        yield Finding("max_wait", "max_wait applies only to managed spot training.", max_wait,
-                      "max_wait only with use_spot_instances: true",
-                      "remove max_wait, or set use_spot_instances: true")  # fmt: skip
+        yield Finding(
+            "max_wait",
+            "max_wait applies only to managed spot training.",
+            max_wait,
+            "max_wait only with use_spot_instances: true",
+            "remove max_wait, or set use_spot_instances: true",
+        )
     if spec.use_spot_instances and max_wait is None:
-        yield Finding("max_wait", "Managed spot training needs max_wait.", None,
-                      "max_wait >= max_run", f"set max_wait, e.g. {2 * max_run}")  # fmt: skip
+        yield Finding(
+            "max_wait",
+            "Managed spot training needs max_wait.",
+            None,
+            "max_wait >= max_run",
+            f"set max_wait, e.g. {2 * max_run}",
+        )
     if (
         max_wait is not None
         and context.known(max_wait)
         and context.known(max_run)
         and max_wait < max_run
     ):
-        yield Finding("max_wait", "max_wait is shorter than max_run.", max_wait,
-                      f"at least max_run ({max_run})", f"set max_wait to {max_run} or more")  # fmt: skip
+        yield Finding(
+            "max_wait",
+            "max_wait is shorter than max_run.",
+            max_wait,
+            f"at least max_run ({max_run})",
+            f"set max_wait to {max_run} or more",
+        )
 
 
 @rule(
@@ -277,16 +331,29 @@ def resources(context: RuleContext) -> Iterator[Finding]:
     """Volume size is at least 1 GB; retry attempts are within the API's range."""
     spec = context.spec
     if context.known(spec.volume_size) and spec.volume_size < 1:
-        yield Finding("volume_size", "The ML storage volume must be at least 1 GB.",
-                      spec.volume_size, "an integer >= 1 (GB)", "set volume_size, e.g. 30")  # fmt: skip
+        yield Finding(
+            "volume_size",
+            "The ML storage volume must be at least 1 GB.",
+            spec.volume_size,
+            "an integer >= 1 (GB)",
+            "set volume_size, e.g. 30",
+        )
     retries = spec.max_retry_attempts
     bounds = service_model.bounds("RetryStrategy.MaximumRetryAttempts")
-    if retries is not None and context.known(retries) and is_integer(retries) and not (
-        (bounds.minimum or 0) <= retries <= (bounds.maximum or retries)
+    if (
+        retries is not None
+        and context.known(retries)
+        and is_integer(retries)
+        and not ((bounds.minimum or 0) <= retries <= (bounds.maximum or retries))
     ):
         allowed = f"{bounds.minimum} to {bounds.maximum}"
-        yield Finding("max_retry_attempts", "The retry count is out of the API's range.",
-                      retries, allowed, f"set max_retry_attempts within {allowed}")  # fmt: skip
+        yield Finding(
+            "max_retry_attempts",
+            "The retry count is out of the API's range.",
+            retries,
+            allowed,
+            f"set max_retry_attempts within {allowed}",
+        )
 
 
 @rule(
@@ -299,9 +366,13 @@ def network(context: RuleContext) -> Iterator[Finding]:
     spec = context.spec
     if bool(spec.subnets) != bool(spec.security_group_ids):
         missing = "security_group_ids" if spec.subnets else "subnets"
-        yield Finding(missing, "A VPC configuration needs both subnets and security groups.",
-                      [], "both subnets and security_group_ids, or neither",
-                      f"set {missing} too")  # fmt: skip
+        yield Finding(
+            missing,
+            "A VPC configuration needs both subnets and security groups.",
+            [],
+            "both subnets and security_group_ids, or neither",
+            f"set {missing} too",
+        )
         return
     if not spec.subnets:
         return
@@ -322,10 +393,12 @@ def network(context: RuleContext) -> Iterator[Finding]:
 def kms_keys(context: RuleContext) -> Iterator[Finding]:
     """KMS keys for the volume and the output fit the API's pattern."""
     spec = context.spec
-    yield from model_string(context, "volume_kms_key", spec.volume_kms_key,
-                            "ResourceConfig.VolumeKmsKeyId", "KMS key")  # fmt: skip
-    yield from model_string(context, "output_kms_key", spec.output_kms_key,
-                            "OutputDataConfig.KmsKeyId", "KMS key")  # fmt: skip
+    yield from model_string(
+        context, "volume_kms_key", spec.volume_kms_key, "ResourceConfig.VolumeKmsKeyId", "KMS key"
+    )
+    yield from model_string(
+        context, "output_kms_key", spec.output_kms_key, "OutputDataConfig.KmsKeyId", "KMS key"
+    )
 
 
 @rule(
@@ -337,8 +410,13 @@ def role(context: RuleContext) -> Iterator[Finding]:
     """An execution role is given as an IAM role ARN."""
     arn = context.role_arn
     if arn is None:
-        yield Finding("role", "No execution role is given.", None, "an IAM role ARN",
-                      "set role (the constructs create one when none is given)")  # fmt: skip
+        yield Finding(
+            "role",
+            "No execution role is given.",
+            None,
+            "an IAM role ARN",
+            "set role (the constructs create one when none is given)",
+        )
     else:
         yield from model_string(context, "role", arn, "RoleArn", "role ARN")
 
@@ -356,8 +434,13 @@ def tags(context: RuleContext) -> Iterator[Finding]:
         yield from model_string(context, f"tags.{key}", key, "Tags[].Key", "tag key")
         yield from model_string(context, f"tags.{key}", value, "Tags[].Value", "tag value")
         if context.known(key) and key.lower().startswith("aws:"):
-            yield Finding(f"tags.{key}", "Tag keys starting with 'aws:' are reserved.", key,
-                          "keys not starting with aws:", "rename the tag")  # fmt: skip
+            yield Finding(
+                f"tags.{key}",
+                "Tag keys starting with 'aws:' are reserved.",
+                key,
+                "keys not starting with aws:",
+                "rename the tag",
+            )
 
 
 @rule(
@@ -370,11 +453,20 @@ def checkpoint(context: RuleContext) -> Iterator[Finding]:
     """A checkpoint local path comes with a checkpoint S3 URI and fits the API."""
     spec = context.spec
     if spec.checkpoint_local_path is not None and spec.checkpoint_s3_uri is None:
-        yield Finding("checkpoint_local_path", "A local checkpoint path needs an S3 location.",
-                      spec.checkpoint_local_path, "checkpoint_local_path with checkpoint_s3_uri",
-                      "set checkpoint_s3_uri")  # fmt: skip
-    yield from model_string(context, "checkpoint_local_path", spec.checkpoint_local_path,
-                            "CheckpointConfig.LocalPath", "checkpoint path")  # fmt: skip
+        yield Finding(
+            "checkpoint_local_path",
+            "A local checkpoint path needs an S3 location.",
+            spec.checkpoint_local_path,
+            "checkpoint_local_path with checkpoint_s3_uri",
+            "set checkpoint_s3_uri",
+        )
+    yield from model_string(
+        context,
+        "checkpoint_local_path",
+        spec.checkpoint_local_path,
+        "CheckpointConfig.LocalPath",
+        "checkpoint path",
+    )
 
 
 @rule(
@@ -389,10 +481,20 @@ def metrics(context: RuleContext) -> Iterator[Finding]:
     if definitions:
         yield from model_count("metric_definitions", definitions, base, "metric definitions")
     for index, metric in enumerate(definitions):
-        yield from model_string(context, f"metric_definitions[{index}].Name", metric.name,
-                                f"{base}[].Name", "metric name")  # fmt: skip
-        yield from model_string(context, f"metric_definitions[{index}].Regex", metric.regex,
-                                f"{base}[].Regex", "metric regex")  # fmt: skip
+        yield from model_string(
+            context,
+            f"metric_definitions[{index}].Name",
+            metric.name,
+            f"{base}[].Name",
+            "metric name",
+        )
+        yield from model_string(
+            context,
+            f"metric_definitions[{index}].Regex",
+            metric.regex,
+            f"{base}[].Regex",
+            "metric regex",
+        )
 
 
 @rule(
@@ -419,8 +521,13 @@ def whole_request(context: RuleContext) -> Iterator[Finding]:
         )
     report = service_model.botocore_validation_errors(request)
     if report and not _mentions_token(context, request):
-        yield Finding("request", "botocore rejects the request.", report,
-                      "a request botocore validates", "fix the fields the report names")  # fmt: skip
+        yield Finding(
+            "request",
+            "botocore rejects the request.",
+            report,
+            "a request botocore validates",
+            "fix the fields the report names",
+        )
 
 
 def _mentions_token(context: RuleContext, value: object) -> bool:

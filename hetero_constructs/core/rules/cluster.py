@@ -26,12 +26,14 @@ _HOMOGENEOUS_ONLY = {
     "HC-GROUPS-OR-TYPE",
     source="SDK v2 job.py _prepare_resource_config; service: 'InstanceType or InstanceCount "
     "cannot be specified with InstanceGroups'",
-    example='instance_groups: [...]  (or instance_type + instance_count, never both)',
+    example="instance_groups: [...]  (or instance_type + instance_count, never both)",
 )
 def groups_or_type(context: RuleContext) -> Iterator[Finding]:
     """A job declares either ``instance_groups`` or ``instance_type`` and ``instance_count``."""
     spec = context.spec
-    homogeneous = [name for name in ("instance_type", "instance_count") if getattr(spec, name) is not None]
+    homogeneous = [
+        name for name in ("instance_type", "instance_count") if getattr(spec, name) is not None
+    ]
     if spec.instance_groups and homogeneous:
         yield Finding(
             homogeneous[0],
@@ -59,8 +61,9 @@ def groups_or_type(context: RuleContext) -> Iterator[Finding]:
 def group_count(context: RuleContext) -> Iterator[Finding]:
     """A heterogeneous cluster has at most as many instance groups as the API takes (5)."""
     if context.spec.instance_groups:
-        yield from model_count("instance_groups", context.spec.instance_groups, _GROUPS_PATH,
-                               "instance groups")  # fmt: skip
+        yield from model_count(
+            "instance_groups", context.spec.instance_groups, _GROUPS_PATH, "instance groups"
+        )
 
 
 @rule(
@@ -91,8 +94,10 @@ def group_names_unique(context: RuleContext) -> Iterator[Finding]:
 def instance_count(context: RuleContext) -> Iterator[Finding]:
     """Every group, and a homogeneous cluster, has at least one instance."""
     spec = context.spec
-    counted = [(f"instance_groups[{i}].instance_count", g.instance_count)
-               for i, g in enumerate(spec.instance_groups)]  # fmt: skip
+    counted = [
+        (f"instance_groups[{i}].instance_count", g.instance_count)
+        for i, g in enumerate(spec.instance_groups)
+    ]
     if spec.instance_count is not None:
         counted.append(("instance_count", spec.instance_count))
     for path, count in counted:
@@ -122,8 +127,11 @@ def distribution_group_count(context: RuleContext) -> Iterator[Finding]:
     if not context.launchers or len(groups) < 2 or len(requested) == 1:
         return
     names = [g.name for g in groups]
-    accelerated = [g.name for g in groups if context.known(g.instance_type)
-                   and catalog.is_accelerated(g.instance_type)]  # fmt: skip
+    accelerated = [
+        g.name
+        for g in groups
+        if context.known(g.instance_type) and catalog.is_accelerated(g.instance_type)
+    ]
     suggestion = accelerated[0] if accelerated else names[0]
     yield Finding(
         "distribution.instance_groups",
@@ -192,7 +200,7 @@ def distribution_groups_need_cluster(context: RuleContext) -> Iterator[Finding]:
     example='distribution: {"mpi": {"enabled": true}, "instance_groups": ["gpu"]}',
 )
 def launcher_supported_on_groups(context: RuleContext) -> Iterator[Finding]:
-    """``parameter_server``, ``multi_worker_mirrored_strategy`` and model parallel v2 need one group.
+    """Parameter server, MultiWorkerMirroredStrategy and model parallel v2 need one group.
 
     They cannot be scoped to one group of a multi-group cluster.
     """
@@ -250,14 +258,16 @@ def channel_groups_exist(context: RuleContext) -> Iterator[Finding]:
     """Every group a channel names is one of the job's groups (and the job has groups)."""
     names = [g.name for g in context.spec.instance_groups]
     for channel in context.spec.channels:
-        for index, name in enumerate(channel.instance_groups):
+        for index, name in enumerate(channel.group_names):
             if context.known(name) and name not in names:
                 yield Finding(
                     channel_path(channel.name, f"instance_groups[{index}]"),
                     "The channel is sent to an instance group the job does not declare.",
                     name,
                     f"one of {names}" if names else "no group names on a homogeneous job",
-                    "use a declared group name" if names else "remove the channel's instance_groups",
+                    "use a declared group name"
+                    if names
+                    else "remove the channel's instance_groups",
                 )
 
 
@@ -298,8 +308,8 @@ def channel_group_limit(context: RuleContext) -> Iterator[Finding]:
         if not channel.instance_groups:
             continue
         path = channel_path(channel.name, "instance_groups")
-        yield from model_count(path, channel.instance_groups, _CHANNEL_GROUPS_PATH, "group names")
-        repeated = sorted(n for n, c in Counter(channel.instance_groups).items() if c > 1)
+        yield from model_count(path, channel.group_names, _CHANNEL_GROUPS_PATH, "group names")
+        repeated = sorted(n for n, c in Counter(channel.group_names).items() if c > 1)
         if repeated:
             yield Finding(
                 path,

@@ -15,7 +15,7 @@ _SEED = "Seed 000 (SMDDP collectives and launcher options)"
 
 def _chosen(context: RuleContext) -> tuple[SmddpCollective, ...]:
     distribution = context.spec.distribution
-    return distribution.smddp_collectives if distribution else ()
+    return tuple(distribution.smddp_collectives) if distribution else ()
 
 
 @rule(
@@ -120,6 +120,5 @@ def collective_instance(context: RuleContext) -> Iterator[Finding]:
             "SMDDP collectives run only on the instance types the SMDDP library supports.",
             instance_type,
             ", ".join(allowed),
-            f"use {allowed[0]} for the distribution group, or remove smddp_collective to keep "
-            "NCCL",
+            f"use {allowed[0]} for the distribution group, or remove smddp_collective to keep NCCL",
         )

@@ -39,7 +39,7 @@ def image_or_version(context: RuleContext) -> Iterator[Finding]:
     example='framework_version: "2.3.0"',
 )
 def known_version(context: RuleContext) -> Iterator[Finding]:
-    """The framework version has a training Deep Learning Container (unless ``image_uri`` is given)."""
+    """The framework version has a training Deep Learning Container (unless ``image_uri``)."""
     version = context.spec.framework_version
     if context.explicit_image_uri is not None or not context.known(version):
         return
@@ -118,7 +118,11 @@ def trainium_image(context: RuleContext) -> Iterator[Finding]:
         return
     for index, instance_type in enumerate(context.instance_types):
         if context.known(instance_type) and catalog.is_trainium(instance_type):
-            path = f"instance_groups[{index}].instance_type" if context.spec.instance_groups else "instance_type"
+            path = (
+                f"instance_groups[{index}].instance_type"
+                if context.spec.instance_groups
+                else "instance_type"
+            )
             yield Finding(
                 path,
                 "Trainium instances need a Neuron Deep Learning Container, whose tags follow the "

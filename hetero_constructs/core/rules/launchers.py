@@ -16,14 +16,20 @@ _SDK_FW = "SageMaker Python SDK v2 src/sagemaker/fw_utils.py"
 _PYTORCH_ONLY = frozenset({Launcher.TORCH_DISTRIBUTED, Launcher.PYTORCH_DDP, Launcher.PYTORCH_XLA})
 _TENSORFLOW_ONLY = frozenset({Launcher.MULTI_WORKER_MIRRORED})
 _PROCESS_LAUNCHERS = frozenset(
-    {Launcher.MPI, Launcher.TORCH_DISTRIBUTED, Launcher.PYTORCH_DDP,
-     Launcher.SMDISTRIBUTED_DATA_PARALLEL}
-)  # fmt: skip
+    {
+        Launcher.MPI,
+        Launcher.TORCH_DISTRIBUTED,
+        Launcher.PYTORCH_DDP,
+        Launcher.SMDISTRIBUTED_DATA_PARALLEL,
+    }
+)
 _SMDDP = frozenset({Launcher.PYTORCH_DDP, Launcher.SMDISTRIBUTED_DATA_PARALLEL})
 
 
 def _launcher_path(kind: Launcher, option: str = "") -> str:
-    key = "smdistributed.dataparallel" if kind is Launcher.SMDISTRIBUTED_DATA_PARALLEL else kind.value
+    key = (
+        "smdistributed.dataparallel" if kind is Launcher.SMDISTRIBUTED_DATA_PARALLEL else kind.value
+    )
     return f"distribution.{key}" + (f".{option}" if option else "")
 
 
@@ -120,7 +126,7 @@ def launcher_framework(context: RuleContext) -> Iterator[Finding]:
     '"instance_count": 2}]',
 )
 def torch_distributed_instance(context: RuleContext) -> Iterator[Finding]:
-    """``torch_distributed`` runs only on GPU or Trainium instance types of the distribution group."""
+    """``torch_distributed`` runs only on the GPU or Trainium instance types."""
     if context.launcher_kind is not Launcher.TORCH_DISTRIBUTED:
         return
     instance_type = _distribution_type(context)
@@ -184,7 +190,7 @@ def torch_distributed_version(context: RuleContext) -> Iterator[Finding]:
     example='entry_point: "train.py"',
 )
 def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
-    """``torch_distributed`` runs a ``.py`` entry point, never a Python package with ``setup.py``."""
+    """``torch_distributed`` runs a ``.py`` entry point, never a package with ``setup.py``."""
     if Launcher.TORCH_DISTRIBUTED not in {entry.kind for entry in context.launchers}:
         return
     entry_point = context.spec.entry_point
@@ -221,7 +227,7 @@ def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
     '"instance_count": 2}]',
 )
 def smddp_instance(context: RuleContext) -> Iterator[Finding]:
-    """SMDDP launchers (``pytorchddp``, ``smdistributed`` data parallel) run only on supported types.
+    """SMDDP launchers (``pytorchddp``, ``smdistributed.dataparallel``) run on supported types only.
 
     PyTorch: ml.p4d.24xlarge, ml.p4de.24xlarge. TensorFlow: ml.p3.16xlarge, ml.p3dn.24xlarge,
     ml.p4d.24xlarge. The check is on the distribution group's type; the SDK no longer checks it.
@@ -285,7 +291,7 @@ def smddp_version(context: RuleContext) -> Iterator[Finding]:
     example='distribution: {"mpi": {"enabled": true, "custom_mpi_options": "-verbose"}}',
 )
 def mpi_options(context: RuleContext) -> Iterator[Finding]:
-    """``custom_mpi_options`` is given only to mpirun-based launchers (pytorchddp, smdistributed, mpi)."""
+    """``custom_mpi_options`` goes to mpirun-based launchers: pytorchddp, smdistributed, mpi."""
     for entry in context.launchers:
         if entry.custom_mpi_options is not None and not entry.kind.is_mpirun_based:
             yield Finding(
@@ -394,12 +400,19 @@ def model_parallel_parameters(context: RuleContext) -> Iterator[Finding]:
     if "partition_file" in params and not isinstance(params["partition_file"], str):
         yield _mp(base, "partition_file", params["partition_file"], "a string")
     if params.get("auto_partition") is False:
-        default, partitions = params.get("default_partition"), params.get("partitions")
+        default: Any = params.get("default_partition")
+        partitions: Any = params.get("partitions")
         if not is_integer(default):
-            yield _mp(base, "default_partition", default,
-                      "an integer, required when auto_partition is false")  # fmt: skip
+            yield _mp(
+                base,
+                "default_partition",
+                default,
+                "an integer, required when auto_partition is false",
+            )
         elif is_integer(partitions) and not 0 <= default < partitions:
-            yield _mp(base, "default_partition", default, f"0 to {partitions - 1} (below partitions)")
+            yield _mp(
+                base, "default_partition", default, f"0 to {partitions - 1} (below partitions)"
+            )
     weight = params.get("memory_weight")
     if "memory_weight" in params and (
         isinstance(weight, bool) or not isinstance(weight, int | float) or not 0.0 <= weight <= 1.0
@@ -436,7 +449,11 @@ def model_parallel_p5(context: RuleContext) -> Iterator[Finding]:
         return
     for index, instance_type in enumerate(context.instance_types):
         if context.known(instance_type) and "p5.48xlarge" in instance_type:
-            path = f"instance_groups[{index}].instance_type" if context.spec.instance_groups else "instance_type"
+            path = (
+                f"instance_groups[{index}].instance_type"
+                if context.spec.instance_groups
+                else "instance_type"
+            )
             yield Finding(
                 path,
                 "The SageMaker model parallel library v1 does not support p5 instances.",
