@@ -35,9 +35,10 @@ class Deployment:
     role_arn: str | None = None
     region: str | None = None
     submit_directory: str | None = None
-    image_uri: str | None = None
+    # The Deep Learning Container resolved by the deployment (the constructs use aws-cdk-lib's
+    # region facts). Unlike the spec's image_uri it is still a DLC: version rules apply.
+    dlc_image_uri: str | None = None
     output_path: str | None = None
-    account: str | None = None
 
 
 class RuleContext:
@@ -73,7 +74,8 @@ class RuleContext:
 
     @cached_property
     def explicit_image_uri(self) -> str | None:
-        return self.deployment.image_uri or self.spec.image_uri
+        """A custom image named by the user (the DLC version rules do not apply to it)."""
+        return self.spec.image_uri
 
     # -- distribution ---------------------------------------------------------------------------
 

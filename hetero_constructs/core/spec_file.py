@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
-
 from hetero_constructs.core.fieldcheck import as_tuple
 from hetero_constructs.core.spec import (
     DistributedTraining,
@@ -504,9 +502,15 @@ def distribution_from_sdk_dict(
 
 def parse_text(text: str, *, yaml_syntax: bool) -> Any:
     """Parse spec text; raises ``SpecValidationError`` (SPEC-FILE) when it does not parse."""
+    if yaml_syntax:
+        import yaml  # only YAML files need it; the submit Lambda reads no files
+
+        errors: tuple[type[Exception], ...] = (ValueError, yaml.YAMLError)
+    else:
+        errors = (ValueError,)
     try:
         return yaml.safe_load(text) if yaml_syntax else json.loads(text)
-    except (ValueError, yaml.YAMLError) as error:
+    except errors as error:
         raise SpecValidationError(
             [
                 Violation(
@@ -546,3 +550,55 @@ def read_spec_file(path: str | os.PathLike[str]) -> SpecReading:
 def load_spec_file(path: str | os.PathLike[str]) -> TrainingSpec:
     """Read a spec file; raises ``SpecValidationError`` listing every problem of the file."""
     return read_spec_file(path).spec_or_raise()
+
+
+def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:
+    """The spec as a spec-file mapping (the inverse of ``read_spec``); defaults are left out."""
+    defaults = TrainingSpec(entry_point=spec.entry_point)
+    data: dict[str, Any] = {}
+    for name in ("framework", *_SCALARS):
+        value = getattr(spec, name)
+        if value is not None and (value != getattr(defaults, name) or name == "entry_point"):
+            data[name] = value.value if isinstance(value, Framework) else value
+    if spec.instance_groups:
+        data["instance_groups"] = [
+            {"name": g.name, "instance_type": g.instance_type, "instance_count": g.instance_count}
+            for g in spec.instance_groups
+        ]
+    if spec.channels:
+        data["channels"] = {c.name: _channel_to_dict(c) for c in spec.channels}
+    if spec.distribution is not None:
+        data["distribution"] = spec.distribution.to_sdk_dict()
+        collectives = [c.value for c in spec.distribution.smddp_collectives]
+        if collectives:
+            data["smddp_collective"] = collectives[0] if len(collectives) == 1 else collectives
+    for name in ("hyperparameters", "environment", "tags"):
+        if getattr(spec, name):
+            data[name] = dict(getattr(spec, name))
+    for name in ("subnets", "security_group_ids"):
+        if getattr(spec, name):
+            data[name] = list(getattr(spec, name))
+    if spec.metric_definitions:
+        data["metric_definitions"] = [
+            {"Name": m.name, "Regex": m.regex} for m in spec.metric_definitions
+        ]
+    return data
+
+
+def _channel_to_dict(channel: TrainingChannel) -> dict[str, Any]:
+    defaults = TrainingChannel(name=channel.name, s3_uri=channel.s3_uri)
+    data: dict[str, Any] = {"s3_uri": channel.s3_uri}
+    if channel.group_names:
+        data["instance_groups"] = list(channel.group_names)
+    for name in (
+        "s3_data_type",
+        "distribution",
+        "input_mode",
+        "content_type",
+        "compression",
+        "record_wrapping",
+    ):
+        value = getattr(channel, name)
+        if value is not None and value != getattr(defaults, name):
+            data[name] = value
+    return data

@@ -33,4 +33,4 @@ def dlc_image_uri(context: RuleContext) -> str | None:
 
 
 def training_image(context: RuleContext) -> str | None:
-    return context.explicit_image_uri or dlc_image_uri(context)
+    return context.explicit_image_uri or context.deployment.dlc_image_uri or dlc_image_uri(context)
