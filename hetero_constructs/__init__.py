@@ -32,10 +32,20 @@ from hetero_constructs.core import (
 )
 
 # Names served by the CDK layer, imported on first access (aws_cdk takes about a second).
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "HeterogeneousTrainingJob": "hetero_constructs.cdk.training_job",
+    "TrainingRunner": "hetero_constructs.cdk.runner",
+    "bucket_uri": "hetero_constructs.cdk.permissions",
+    "normalized_template": "hetero_constructs.cdk.testing",
+}
 
 if TYPE_CHECKING:
-    pass
+    from hetero_constructs.cdk.permissions import bucket_uri as bucket_uri
+    from hetero_constructs.cdk.runner import TrainingRunner as TrainingRunner
+    from hetero_constructs.cdk.testing import normalized_template as normalized_template
+    from hetero_constructs.cdk.training_job import (
+        HeterogeneousTrainingJob as HeterogeneousTrainingJob,
+    )
 
 
 def __getattr__(name: str) -> Any:

@@ -1,0 +1,133 @@
+"""Byte-for-byte deterministic packages: the training code tarball and the Lambda folder.
+
+The same inputs always give the same bytes, so asset hashes (and template snapshots) change only
+when the code does.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_SKIPPED_SUFFIXES = (".pyc", ".pyo")
+CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
+
+
+def _files(root: Path) -> list[Path]:
+    """Every file under ``root`` (symlinks followed, as the SDK does), sorted, caches skipped."""
+    found: list[Path] = []
+    for directory, dirs, files in os.walk(root, followlinks=True):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
+        for name in sorted(files):
+            if not name.endswith(_SKIPPED_SUFFIXES):
+                found.append(Path(directory) / name)
+    return found
+
+
+def _entries(sources: Mapping[str, Path]) -> list[tuple[str, Path]]:
+    """(archive name, file) pairs: each source directory's contents under its archive prefix."""
+    entries: list[tuple[str, Path]] = []
+    for prefix, root in sources.items():
+        if root.is_file():
+            entries.append((prefix, root))
+            continue
+        for path in _files(root):
+            relative = path.relative_to(root).as_posix()
+            entries.append((f"{prefix}/{relative}" if prefix else relative, path))
+    return sorted(entries)
+
+
+def _directories(names: Iterable[str]) -> list[str]:
+    parents = {str(Path(name).parent) for name in names}
+    result: set[str] = set()
+    for parent in parents:
+        while parent not in ("", "."):
+            result.add(parent)
+            parent = str(Path(parent).parent)
+    return sorted(result)
+
+
+def _info(
+    name: str, *, size: int = 0, executable: bool = False, directory: bool = False
+) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.size = size
+    info.mtime = 0
+    info.uid = info.gid = 0
+    info.uname = info.gname = ""
+    if directory:
+        info.type = tarfile.DIRTYPE
+        info.mode = 0o755
+    else:
+        info.mode = 0o755 if executable else 0o644
+    return info
+
+
+def tar_gz_bytes(sources: Mapping[str, Path]) -> bytes:
+    """A gzip tar of the sources; ``{"": dir}`` puts a directory's contents at the archive root.
+
+    Entries are sorted, with fixed mtimes, owners and modes, and the gzip header carries no
+    time or file name, so the bytes depend only on names and contents.
+    """
+    entries = _entries(sources)
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as archive:
+        for directory in _directories(name for name, _ in entries):
+            archive.addfile(_info(directory, directory=True))
+        for name, path in entries:
+            data = path.read_bytes()
+            executable = bool(path.stat().st_mode & stat.S_IXUSR)
+            archive.addfile(_info(name, size=len(data), executable=executable), io.BytesIO(data))
+    compressed = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=compressed, mtime=0) as gz:
+        gz.write(raw.getvalue())
+    return compressed.getvalue()
+
+
+def write_cached(data: bytes, file_name: str) -> Path:
+    """Write ``data`` once under a content-addressed cache folder and return the file."""
+    digest = hashlib.sha256(data).hexdigest()
+    target = CACHE_ROOT / digest[:32] / file_name
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(data)
+        partial.replace(target)
+    return target
+
+
+def source_bundle(source_dir: Path | None, extra: Mapping[str, Path] | None = None) -> Path:
+    """``sourcedir.tar.gz`` for the toolkit: ``source_dir``'s contents at the root, plus extras."""
+    sources: dict[str, Path] = {"": source_dir} if source_dir is not None else {}
+    sources.update(extra or {})
+    return write_cached(tar_gz_bytes(sources), "sourcedir.tar.gz")
+
+
+def staged_directory(sources: Mapping[str, Path], label: str) -> Path:
+    """A folder holding the sources under their names, content-addressed like ``write_cached``."""
+    entries = _entries(sources)
+    digest = hashlib.sha256()
+    for name, path in entries:
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    target = CACHE_ROOT / f"{label}-{digest.hexdigest()[:32]}"
+    if not target.exists():
+        CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=CACHE_ROOT))
+        for name, path in entries:
+            destination = partial / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, destination)
+        try:
+            partial.replace(target)
+        except OSError:  # another process staged the same content first
+            shutil.rmtree(partial, ignore_errors=True)
+    return target

@@ -1,0 +1,575 @@
+"""``HeterogeneousTrainingJob``: a validated SageMaker training job, run by a state machine."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import ArnFormat, Aws, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from aws_cdk.region_info import FactName, RegionInfo
+from constructs import Construct
+
+from hetero_constructs.cdk import nag, permissions
+from hetero_constructs.cdk.packaging import source_bundle
+from hetero_constructs.cdk.runner import TrainingRunner, training_job_arn
+from hetero_constructs.cdk.tokens import is_token
+from hetero_constructs.core import catalog
+from hetero_constructs.core.context import Deployment, RuleContext
+from hetero_constructs.core.naming import sanitize_name
+from hetero_constructs.core.overrides import apply_overrides
+from hetero_constructs.core.plan import plan
+from hetero_constructs.core.request.image_uri import image_repository, image_tag
+from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.core.spec_file import read_spec, read_spec_file, spec_to_dict
+from hetero_constructs.core.violations import SpecValidationError, Violation
+
+RUNTIME_HELPER = Path(__file__).resolve().parents[1] / "runtime"
+RUNTIME_HELPER_PACKAGE = "hetero_runtime"
+_MAX_PREFIX = 40
+_LAMBDA_ERRORS = [
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+]
+
+
+def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
+    """The construct id plus a digest of its path: readable, and unique within the account."""
+    digest = hashlib.sha256(
+        f"{Stack.of(scope).node.path}/{scope.node.path}/{construct_id}".encode()
+    ).hexdigest()[:8]
+    readable = sanitize_name(construct_id)[: _MAX_PREFIX - 9].rstrip("-") or "job"
+    return f"{readable}-{digest}".lower()
+
+
+class HeterogeneousTrainingJob(Construct):
+    """A SageMaker training job (heterogeneous or homogeneous), validated at synth time.
+
+    Every rule of ``hetero_constructs.core`` runs when the construct is created; the first error
+    lists every violation with this construct's path. CDK tokens are skipped, not guessed.
+
+    The construct defines the job's execution role (unless ``role`` is given), packages
+    ``source_dir`` as a deterministic ``sourcedir.tar.gz`` asset, resolves the region's Deep
+    Learning Container, and a state machine (``state_machine``) whose executions run one training
+    job each, to its end, through the stack's shared submit and events Lambdas.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        spec: TrainingSpec,
+        role: iam.IRole | None = None,
+        job_name_prefix: str | None = None,
+        volume_encryption_key: kms.IKey | None = None,
+        output_encryption_key: kms.IKey | None = None,
+        include_runtime_helper: bool = True,
+        completion_margin: Duration | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        schedule: events.Schedule | None = None,
+        schedule_input: Mapping[str, Any] | None = None,
+        alarm_topic: sns.ITopic | None = None,
+    ) -> None:
+        """
+        :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
+        :param role: the SageMaker execution role; by default one is created with least privilege.
+        :param job_name_prefix: every job name starts with it; default: the id plus a digest.
+        :param volume_encryption_key: KMS key for the ML storage volumes (sets volume_kms_key).
+        :param output_encryption_key: KMS key for the model artifacts (sets output_kms_key).
+        :param include_runtime_helper: ship ``hetero_runtime`` (instance-group facts) in the code.
+        :param completion_margin: time beyond max_run (or max_wait with spot) for startup and
+            upload before the wait for completion times out; default 6 hours.
+        :param log_retention: retention of the state machine's log group.
+        :param schedule: start executions on this schedule, with ``schedule_input`` as input.
+        :param schedule_input: the execution input (overrides) of scheduled runs.
+        :param alarm_topic: SNS topic for the failed, timed-out and aborted execution alarms.
+        """
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.job_name_prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
+        self._check_prefix()
+        spec = self._with_keys(spec, volume_encryption_key, output_encryption_key)
+        self.code_asset = self._code_asset(spec, include_runtime_helper)
+        self.role: iam.IRole = role or iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal(permissions.SAGEMAKER),
+            description=f"SageMaker execution role of {self.node.path}",
+        )
+        deployment = Deployment(
+            job_name=self.job_name_prefix,
+            role_arn=self.role.role_arn,
+            region=stack.region,
+            submit_directory=self.code_asset.s3_object_url if self.code_asset else None,
+            dlc_image_uri=None if spec.image_uri else self._dlc_image(spec),
+        )
+        self.spec = spec
+        self.deployment = deployment
+        result = plan(spec, deployment, is_token=is_token)
+        if result.request is None:
+            raise SpecValidationError(result.violations, scope=self.node.path)
+        self.request: dict[str, Any] = result.request
+        self._grant_execution_role(volume_encryption_key, output_encryption_key)
+
+        margin = completion_margin or Duration.hours(6)
+        longest = spec.max_wait if spec.use_spot_instances and spec.max_wait else spec.max_run
+        self.completion_timeout = Duration.seconds(int(longest) + margin.to_seconds())
+        self.runner = TrainingRunner.of(self)
+        self.state_machine = self._state_machine(log_retention)
+        self.runner.register(self)
+        self._route_events()
+        if schedule_input is not None and schedule is None:
+            raise ValueError(
+                f"{self.node.path}: schedule_input is given without a schedule. "
+                "Fix: pass schedule=events.Schedule.rate(...) too."
+            )
+        if schedule is not None:
+            self._schedule(schedule, schedule_input or {})
+        self.alarms = self._alarms(alarm_topic)
+
+    # -- construction helpers ------------------------------------------------------------------
+
+    @classmethod
+    def from_spec_file(
+        cls, scope: Construct, construct_id: str, path: str | os.PathLike[str], **props: Any
+    ) -> HeterogeneousTrainingJob:
+        """The job described by a spec file (JSON, or YAML with .yaml/.yml)."""
+        reading = read_spec_file(path)
+        if reading.spec is None or reading.violations:
+            raise SpecValidationError(reading.violations, scope=f"{scope.node.path}/{construct_id}")
+        return cls(scope, construct_id, spec=reading.spec, **props)
+
+    def _check_prefix(self) -> None:
+        prefix = self.job_name_prefix
+        if (
+            is_token(prefix)
+            or not (0 < len(prefix) <= _MAX_PREFIX)
+            or sanitize_name(prefix) != prefix
+        ):
+            raise ValueError(
+                f"{self.node.path}: job_name_prefix {prefix!r} cannot start training job names. "
+                f"Allowed: 1 to {_MAX_PREFIX} letters, digits and inner hyphens, not a token "
+                "(the prefix scopes IAM and event routing at synth). "
+                f"Fix: e.g. {sanitize_name(prefix)[:_MAX_PREFIX] or 'nightly-training'!r}."
+            )
+
+    @staticmethod
+    def _with_keys(
+        spec: TrainingSpec, volume: kms.IKey | None, output: kms.IKey | None
+    ) -> TrainingSpec:
+        if volume is not None:
+            spec = dataclasses.replace(spec, volume_kms_key=volume.key_arn)
+        if output is not None:
+            spec = dataclasses.replace(spec, output_kms_key=output.key_arn)
+        return spec
+
+    def _code_asset(self, spec: TrainingSpec, include_helper: bool) -> s3_assets.Asset | None:
+        """``source_dir`` (or the lone entry point) as a deterministic gzip tar asset."""
+        source = spec.source_dir
+        if source is not None and (is_token(source) or source.startswith("s3://")):
+            return None
+        extra = {RUNTIME_HELPER_PACKAGE: RUNTIME_HELPER} if include_helper else {}
+        if source is None:
+            entry = Path(spec.entry_point)
+            if not entry.is_file():
+                return None  # FW-ENTRY-POINT explains; without a file there is nothing to ship
+            extra[entry.name] = entry
+            bundle = source_bundle(None, extra)
+        elif not Path(source).is_dir():
+            return None  # FW-SOURCE-DIR explains
+        else:
+            bundle = source_bundle(Path(source), extra)
+        return s3_assets.Asset(self, "Code", path=str(bundle))
+
+    def _dlc_image(self, spec: TrainingSpec) -> str | None:
+        """The region's Deep Learning Container, from aws-cdk-lib's region facts."""
+        context = RuleContext(spec, Deployment(region=Stack.of(self).region), is_token)
+        if spec.framework_version is None or spec.py_version is None:
+            return None
+        stack = Stack.of(self)
+        region = stack.region
+        account: str | None
+        if Token.is_unresolved(region):
+            account = stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
+            suffix = Aws.URL_SUFFIX
+        else:
+            info = RegionInfo.get(region)
+            account = info.dlc_repository_account or catalog.DLC_ACCOUNTS.get(region)
+            suffix = info.domain_suffix or "amazonaws.com"
+            if account is None:
+                return None  # FW-REGION explains
+        self._dlc_account = account
+        return (
+            f"{account}.dkr.ecr.{region}.{suffix}/{image_repository(context)}:{image_tag(context)}"
+        )
+
+    # -- permissions -----------------------------------------------------------------------------
+
+    def _grant_execution_role(self, volume: kms.IKey | None, output: kms.IKey | None) -> None:
+        request, spec = self.request, self.spec
+        reads = [
+            c["DataSource"]["S3DataSource"]["S3Uri"]
+            for c in request.get("InputDataConfig", [])
+            if c["ChannelName"] != "code"
+        ]
+        writes = [request["OutputDataConfig"]["S3OutputPath"]]
+        if spec.checkpoint_s3_uri:
+            writes.append(spec.checkpoint_s3_uri)
+            reads.append(spec.checkpoint_s3_uri)  # spot jobs resume from their checkpoints
+        statements = [
+            *permissions.s3_read(self, reads),
+            *permissions.s3_write(self, writes),
+            *permissions.logs_and_metrics(self, self.job_name_prefix),
+            *permissions.image_pull(
+                self,
+                request["AlgorithmSpecification"]["TrainingImage"],
+                getattr(self, "_dlc_account", None),
+            ),
+        ]
+        if spec.subnets:
+            statements += permissions.vpc_interfaces(self, spec.subnets, spec.security_group_ids)
+        for key, is_volume in ((spec.volume_kms_key, True), (spec.output_kms_key, False)):
+            if key and (is_token(key) or key.startswith("arn:")):
+                statements.append(permissions.kms_use(key, volume=is_volume))
+        if self.code_asset is not None:
+            asset = self.code_asset
+            code_object = asset.bucket.arn_for_objects(asset.s3_object_key)
+            statements.append(
+                iam.PolicyStatement(actions=["s3:GetObject"], resources=[code_object])
+            )
+        for statement in statements:
+            self.role.add_to_principal_policy(statement)
+        self._acknowledge_execution_role(reads, writes, statements)
+
+    def _acknowledge_execution_role(
+        self, reads: list[str], writes: list[str], statements: list[iam.PolicyStatement]
+    ) -> None:
+        prefixes = [
+            location.objects_arn(self)
+            for location in map(permissions.S3Location.parse, [*reads, *writes])
+            if location is not None
+        ]
+        nag.acknowledge_wildcards(
+            self.role,
+            "Channels are S3 prefixes: the job reads every object under each channel prefix and "
+            "writes its artifacts and checkpoints under {output}/{job name}/, whose keys are not "
+            "known at synth. Nothing outside these prefixes is granted.",
+            resources=sorted(set(prefixes)),
+        )
+        group = permissions.logs_and_metrics(self, self.job_name_prefix)[1].resources[0]
+        nag.acknowledge_wildcards(
+            self.role,
+            "SageMaker names log streams {job name}/algo-N-...; the grant covers this job "
+            "prefix's streams in /aws/sagemaker/TrainingJobs only.",
+            resources=[group],
+        )
+        unscoped = [st for st in statements if "*" in st.resources]
+        nag.acknowledge_wildcards(
+            self.role,
+            "Only for actions without resource-level permissions: ecr:GetAuthorizationToken, "
+            "cloudwatch:PutMetricData (restricted to SageMaker's namespace by condition) and, "
+            "for VPC jobs, the ec2:Describe* calls SageMaker makes.",
+            resources=["*"] if unscoped else [],
+        )
+        if self.spec.subnets:
+            interfaces = Stack.of(self).format_arn(
+                service="ec2", resource="network-interface", resource_name="*"
+            )
+            nag.acknowledge_wildcards(
+                self.role,
+                "SageMaker creates and deletes the job's network interfaces, whose ids are not "
+                "known before the job starts.",
+                resources=[interfaces],
+            )
+
+    def grant_submit(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` create this job's training jobs, and nothing wider than the spec.
+
+        The statement is scoped to the job-name prefix, and narrowed with the condition keys the
+        service documents for CreateTrainingJob to what the spec declares.
+        """
+        jobs = training_job_arn(self, self.job_name_prefix)
+        grant = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:CreateTrainingJob"],
+            resource_arns=[jobs],
+            conditions=self._create_conditions(),
+        )
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:DescribeTrainingJob", "sagemaker:AddTags"],
+            resource_arns=[jobs],
+        )
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["iam:PassRole"],
+            resource_arns=[self.role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": permissions.SAGEMAKER}},
+        )
+        self._grant_task_results(grantee)
+        return grant
+
+    def grant_notify(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` report job outcomes to this state machine and stop its jobs."""
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:StopTrainingJob", "sagemaker:DescribeTrainingJob"],
+            resource_arns=[training_job_arn(self, self.job_name_prefix)],
+        )
+        return self._grant_task_results(grantee)
+
+    def _grant_task_results(self, grantee: iam.IGrantable) -> iam.Grant:
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+            resource_arns=[self.state_machine_arn],
+        )
+
+    def _create_conditions(self) -> dict[str, dict[str, Any]]:
+        request = self.request
+        resources = request["ResourceConfig"]
+        types = sorted(
+            {g["InstanceType"] for g in resources.get("InstanceGroups", [])}
+            | ({resources["InstanceType"]} if "InstanceType" in resources else set())
+        )
+        conditions: dict[str, dict[str, Any]] = {
+            "ForAllValues:StringEquals": {"sagemaker:InstanceTypes": types},
+            "NumericLessThanEquals": {
+                "sagemaker:MaxRuntimeInSeconds": request["StoppingCondition"]["MaxRuntimeInSeconds"]
+            },
+        }
+        vpc = request.get("VpcConfig")
+        if vpc:
+            conditions["ForAllValues:StringEquals"].update(
+                {
+                    "sagemaker:VpcSubnets": vpc["Subnets"],
+                    "sagemaker:VpcSecurityGroupIds": vpc["SecurityGroupIds"],
+                }
+            )
+            conditions["Null"] = {"sagemaker:VpcSubnets": "false"}
+        keys = {
+            "sagemaker:VolumeKmsKey": resources.get("VolumeKmsKeyId"),
+            "sagemaker:OutputKmsKey": request["OutputDataConfig"].get("KmsKeyId"),
+        }
+        arns = {name: value for name, value in keys.items() if value}
+        if arns:
+            conditions["ArnEquals"] = arns
+        flags = {
+            "sagemaker:NetworkIsolation": request.get("EnableNetworkIsolation"),
+            "sagemaker:InterContainerTrafficEncryption": request.get(
+                "EnableInterContainerTrafficEncryption"
+            ),
+        }
+        required = {name: "true" for name, value in flags.items() if value}
+        if required:
+            conditions["Bool"] = required
+        return conditions
+
+    # -- the state machine -----------------------------------------------------------------------
+
+    @property
+    def state_machine_name(self) -> str:
+        """Named after the prefix, so the Lambdas' policies need no reference to it."""
+        return self.job_name_prefix
+
+    @property
+    def state_machine_arn(self) -> str:
+        return Stack.of(self).format_arn(
+            service="states",
+            resource="stateMachine",
+            resource_name=self.state_machine_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+
+    def _state_machine(self, log_retention: logs.RetentionDays) -> sfn.StateMachine:
+        ttl = int(self.completion_timeout.to_seconds()) + 24 * 3600
+        submit = tasks.LambdaInvoke(
+            self,
+            "Run training job",
+            lambda_function=self.runner.submit_function,
+            integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+            payload=sfn.TaskInput.from_object(
+                {
+                    "request": self.request,
+                    "spec": spec_to_dict(dataclasses.replace(self.spec, source_dir=None)),
+                    "deployment": self._deployment_payload(),
+                    "jobNamePrefix": self.job_name_prefix,
+                    "tokenTtlSeconds": ttl,
+                    "input": sfn.JsonPath.entire_payload,
+                    "executionName": sfn.JsonPath.string_at("$$.Execution.Name"),
+                    "executionArn": sfn.JsonPath.string_at("$$.Execution.Id"),
+                    "taskToken": sfn.JsonPath.task_token,
+                }
+            ),
+            task_timeout=sfn.Timeout.duration(self.completion_timeout),
+            retry_on_service_exceptions=False,
+            comment="Submits the job; waits for the events Lambda to report its end.",
+        )
+        submit.add_retry(
+            errors=_LAMBDA_ERRORS,
+            interval=Duration.seconds(2),
+            backoff_rate=2,
+            max_attempts=6,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        submit.add_retry(
+            errors=["SageMakerThrottled"],
+            interval=Duration.seconds(5),
+            backoff_rate=2,
+            max_attempts=8,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        failed = sfn.Fail(
+            self,
+            "Training failed",
+            error_path="$.Error",
+            cause_path="$.Cause",
+            comment="Carries SageMaker's FailureReason, or the violations of the execution input.",
+        )
+        submit.add_catch(failed, errors=["States.ALL"])
+        definition = submit.next(sfn.Succeed(self, "Training completed"))
+        log_group = logs.LogGroup(
+            self,
+            "StateMachineLogs",
+            retention=log_retention,
+            removal_policy=RemovalPolicy.DESTROY,
+            log_group_name=f"/aws/vendedlogs/states/{self.state_machine_name}",
+        )
+        state_machine = sfn.StateMachine(
+            self,
+            "Resource",
+            state_machine_name=self.state_machine_name,
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            timeout=self.completion_timeout.plus(Duration.hours(1)),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True
+            ),
+        )
+        nag.acknowledge_wildcards(
+            state_machine.role,
+            "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support only '*'.",
+            resources=["*"],
+        )
+        nag.acknowledge_wildcards(
+            state_machine.role,
+            "CDK's LambdaInvoke task grants invoking the submit function's versions and aliases.",
+            resources=[f"{self.runner.submit_function.function_arn}:*"],
+        )
+        return state_machine
+
+    def _deployment_payload(self) -> dict[str, Any]:
+        fields = dataclasses.asdict(self.deployment)
+        fields.pop("job_name")
+        return {key: value for key, value in fields.items() if value is not None}
+
+    def _route_events(self) -> None:
+        functions = targets.LambdaFunction(
+            self.runner.events_function, retry_attempts=8, max_event_age=Duration.hours(24)
+        )
+        events.Rule(
+            self,
+            "JobStateChange",
+            description=f"Ends the waiting task of {self.node.path} when its job ends",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=["SageMaker Training Job State Change"],
+                detail={
+                    "TrainingJobName": [{"prefix": f"{self.job_name_prefix}-"}],
+                    "TrainingJobStatus": ["Completed", "Failed", "Stopped"],
+                },
+            ),
+            targets=[functions],
+        )
+        events.Rule(
+            self,
+            "ExecutionEnd",
+            description=f"Stops the training job of an aborted or timed-out {self.node.path} run",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={
+                    "stateMachineArn": [self.state_machine.state_machine_arn],
+                    "status": ["ABORTED", "TIMED_OUT", "FAILED"],
+                },
+            ),
+            targets=[functions],
+        )
+
+    def _schedule(self, schedule: events.Schedule, schedule_input: Mapping[str, Any]) -> None:
+        self._check_overrides(schedule_input, "schedule_input")
+        events.Rule(
+            self,
+            "Schedule",
+            schedule=schedule,
+            description=f"Starts {self.node.path} on a schedule",
+            targets=[
+                targets.SfnStateMachine(
+                    self.state_machine,
+                    input=events.RuleTargetInput.from_object(dict(schedule_input)),
+                )
+            ],
+        )
+
+    def _check_overrides(self, overrides: Mapping[str, Any], what: str) -> None:
+        """Validate an execution input at synth, as the submit Lambda will at run time."""
+        overridden = apply_overrides(spec_to_dict(self.spec), overrides)
+        violations: list[Violation] = list(overridden.violations)
+        if not violations:
+            reading = read_spec(overridden.spec)
+            violations += reading.violations
+            if reading.spec is not None:
+                violations += plan(reading.spec, self.deployment, is_token=is_token).violations
+        if violations:
+            raise SpecValidationError(violations, scope=f"{self.node.path} {what}")
+
+    def _alarms(self, topic: sns.ITopic | None) -> list[cloudwatch.Alarm]:
+        alarms = []
+        for name, metric in (
+            ("Failed", self.state_machine.metric_failed()),
+            ("TimedOut", self.state_machine.metric_timed_out()),
+            ("Aborted", self.state_machine.metric_aborted()),
+        ):
+            alarm = metric.with_(period=Duration.minutes(5), statistic="Sum").create_alarm(
+                self,
+                f"Executions{name}",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"A training run of {self.node.path} ended {name.lower()}",
+            )
+            if topic is not None:
+                alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
+            alarms.append(alarm)
+        return alarms
+
+    # -- public helpers ----------------------------------------------------------------------
+
+    def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` start training runs (executions of the state machine)."""
+        return self.state_machine.grant_start_execution(grantee)
+
+    @property
+    def instance_types(self) -> Sequence[str]:
+        resources = self.request["ResourceConfig"]
+        groups = resources.get("InstanceGroups")
+        return [g["InstanceType"] for g in groups] if groups else [resources["InstanceType"]]
