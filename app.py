@@ -63,11 +63,17 @@ class HeteroTrainingStack(cdk.Stack):
         )
 
 
-app = cdk.App()
-stack = HeteroTrainingStack(
-    app,
-    "HeteroTrainingExample",
-    env=cdk.Environment(region=app.node.try_get_context("region") or "us-west-2"),
-)
-cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-app.synth()
+def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HeteroTrainingStack]:
+    """The example app with cdk-nag's AwsSolutions checks attached."""
+    app = app or cdk.App()
+    stack = HeteroTrainingStack(
+        app,
+        "HeteroTrainingExample",
+        env=cdk.Environment(region=app.node.try_get_context("region") or "us-west-2"),
+    )
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app, stack
+
+
+if __name__ == "__main__":
+    build_app()[0].synth()

@@ -14,6 +14,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from hetero_constructs.cdk import nag
+from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.packaging import staged_directory
 from hetero_constructs.core import service_model
 
@@ -65,11 +66,16 @@ class TrainingRunner(Construct):
             time_to_live_attribute="expires_at",
             removal_policy=RemovalPolicy.DESTROY,
         )
-        code = lambda_.Code.from_asset(str(lambda_package()))
+        # A __pycache__ would change the asset hash from one synth to the next.
+        code = lambda_.Code.from_asset(
+            str(lambda_package()), exclude=["**/__pycache__", "**/*.pyc"]
+        )
         self.submit_function = self._function("Submit", "submit.handler", code)
         self.events_function = self._function("Events", "events.handler", code)
-        self.table.grant_read_write_data(self.submit_function)
-        self.table.grant_read_write_data(self.events_function)
+        for function in (self.submit_function, self.events_function):
+            self.table.grant_read_write_data(function)
+            assert function.role is not None
+            depend_on_policy_only(function, function.role)
         self._prefixes: dict[str, str] = {}
 
     def _function(self, name: str, handler: str, code: lambda_.Code) -> lambda_.Function:

@@ -25,6 +25,7 @@ from aws_cdk.region_info import FactName, RegionInfo
 from constructs import Construct
 
 from hetero_constructs.cdk import nag, permissions
+from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.packaging import source_bundle
 from hetero_constructs.cdk.runner import TrainingRunner, training_job_arn
 from hetero_constructs.cdk.tokens import is_token
@@ -464,6 +465,7 @@ class HeterogeneousTrainingJob(Construct):
                 destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True
             ),
         )
+        depend_on_policy_only(state_machine, state_machine.role)
         nag.acknowledge_wildcards(
             state_machine.role,
             "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support only '*'.",

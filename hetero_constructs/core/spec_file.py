@@ -558,7 +558,8 @@ def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:
     data: dict[str, Any] = {}
     for name in ("framework", *_SCALARS):
         value = getattr(spec, name)
-        if value is not None and (value != getattr(defaults, name) or name == "entry_point"):
+        required = name in ("framework", "entry_point")
+        if value is not None and (required or value != getattr(defaults, name)):
             data[name] = value.value if isinstance(value, Framework) else value
     if spec.instance_groups:
         data["instance_groups"] = [

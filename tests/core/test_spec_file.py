@@ -187,3 +187,40 @@ def test_specs_are_immutable() -> None:
     with pytest.raises(TypeError):
         spec.hyperparameters["x"] = 1  # type: ignore[index]
     assert read_spec(BASE).violations == ()
+
+
+def test_spec_to_dict_round_trips() -> None:
+    from hetero_constructs.core.spec_file import spec_to_dict
+
+    full = spec_dict(
+        {
+            "smddp_collective": "AllGather",
+            "tags": {"team": "ml"},
+            "subnets": ["subnet-1"],
+            "security_group_ids": ["sg-1"],
+            "environment": {"A": "1"},
+            "use_spot_instances": True,
+            "max_wait": 100000,
+            "metric_definitions": [{"Name": "loss", "Regex": "l=(.*)"}],
+            "channels": {
+                "train": {
+                    "s3_uri": "s3://b/t",
+                    "instance_groups": ["data"],
+                    "distribution": "ShardedByS3Key",
+                    "input_mode": "FastFile",
+                }
+            },
+            "distribution": {
+                "mpi": {"enabled": True, "processes_per_host": 8},
+                "smdistributed": {
+                    "modelparallel": {"enabled": True, "parameters": {"partitions": 2}}
+                },
+                "instance_groups": ["gpu"],
+            },
+        }
+    )
+    for data in (BASE, full):
+        spec = spec_from_dict(data)
+        assert spec_from_dict(spec_to_dict(spec)) == spec
+    minimal = spec_to_dict(spec_from_dict({"framework": "pytorch", "entry_point": "t.py"}))
+    assert minimal == {"framework": "pytorch", "entry_point": "t.py"}

@@ -1,0 +1,262 @@
+"""HeterogeneousTrainingJob on its own: validation at construction, tokens, options, packaging."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_events as events
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk.assertions import Match, Template
+
+from hetero_constructs import (
+    DistributedTraining,
+    HeterogeneousTrainingJob,
+    InstanceGroup,
+    SpecValidationError,
+    TrainingChannel,
+    TrainingSpec,
+    bucket_uri,
+)
+from hetero_constructs.cdk.packaging import source_bundle, tar_gz_bytes
+from hetero_constructs.cdk.runner import lambda_package
+from tests.cdk.templates import definitions, policy_statements, resources
+
+REPO = Path(__file__).parents[2]
+ROLE_FREE_GROUPS = [
+    InstanceGroup("data", "ml.c5.18xlarge", 1),
+    InstanceGroup("gpu", "ml.p4d.24xlarge", 2),
+]
+
+
+def spec(**changes: Any) -> TrainingSpec:
+    fields: dict[str, Any] = dict(
+        entry_point="train.py",
+        source_dir=str(REPO / "examples" / "hetero_training"),
+        framework_version="2.3.0",
+        py_version="py311",
+        instance_groups=ROLE_FREE_GROUPS,
+        channels=[TrainingChannel("train", "s3://data-bucket/train/", instance_groups=["data"])],
+        distribution=DistributedTraining.torch_distributed(instance_group="gpu"),
+        output_path="s3://data-bucket/output/",
+    )
+    fields.update(changes)
+    return TrainingSpec(**fields)
+
+
+def stack(region: str | None = "us-west-2") -> cdk.Stack:
+    env = cdk.Environment(region=region) if region else None
+    return cdk.Stack(cdk.App(), "Test", env=env)
+
+
+def test_every_violation_is_raised_with_the_construct_path() -> None:
+    with pytest.raises(SpecValidationError) as raised:
+        HeterogeneousTrainingJob(stack(), "Job", spec=spec(
+            instance_groups=[InstanceGroup("data", "ml.c5.18xlarge", 1),
+                             InstanceGroup("gpu", "ml.p4d.24xlarg", 0)],
+            max_run=0,
+        ))  # fmt: skip
+    message = str(raised.value)
+    assert "in Test/Job" in message
+    assert {v.rule for v in raised.value.violations} == {
+        "API-INSTANCE-TYPE", "HC-INSTANCE-COUNT", "API-STOPPING",
+    }  # fmt: skip
+
+
+def test_tokens_are_skipped_not_guessed() -> None:
+    scope = stack(region=None)  # environment-agnostic: the region is a token
+    bucket = s3.Bucket(scope, "Data")
+    job = HeterogeneousTrainingJob(scope, "Job", spec=spec(
+        channels=[TrainingChannel("train", bucket_uri(bucket.bucket_name, "train/"),
+                                  instance_groups=["data"])],
+        output_path=bucket_uri(bucket.bucket_name, "out/"),
+    ))  # fmt: skip
+    template = Template.from_stack(scope).to_json()
+    image = job.request["AlgorithmSpecification"]["TrainingImage"]
+    assert "${Token[" in image
+    # The region's DLC account comes from aws-cdk-lib's region facts, as a mapping.
+    mapping = next(iter(template["Mappings"].values()))
+    assert mapping["us-west-2"] == {"value": "763104351884"}
+    assert mapping["cn-north-1"] == {"value": "727897471807"}
+    reads = policy_statements(template, "JobExecutionRole")
+    assert any("s3:GetObject" in json.dumps(s["Action"]) and "train/*" in json.dumps(s["Resource"])
+               for s in reads)  # fmt: skip
+
+
+def test_core_and_cdk_agree_on_dlc_accounts() -> None:
+    from aws_cdk.region_info import RegionInfo
+
+    from hetero_constructs.core.catalog import DLC_ACCOUNTS
+
+    disagreements = {
+        region: (account, RegionInfo.get(region).dlc_repository_account)
+        for region, account in DLC_ACCOUNTS.items()
+        if RegionInfo.get(region).dlc_repository_account not in (None, account)
+    }
+    assert disagreements == {}
+
+
+def test_prefixes_must_not_shadow_each_other() -> None:
+    scope = stack()
+    HeterogeneousTrainingJob(scope, "A", spec=spec(), job_name_prefix="train")
+    with pytest.raises(ValueError, match="overlaps 'train'"):
+        HeterogeneousTrainingJob(scope, "B", spec=spec(), job_name_prefix="train-big")
+    with pytest.raises(ValueError, match="job_name_prefix 'bad_prefix'"):
+        HeterogeneousTrainingJob(scope, "C", spec=spec(), job_name_prefix="bad_prefix")
+
+
+def test_jobs_share_one_runner_and_get_distinct_default_prefixes() -> None:
+    scope = stack()
+    first = HeterogeneousTrainingJob(scope, "First", spec=spec())
+    second = HeterogeneousTrainingJob(scope, "Second", spec=spec())
+    assert first.runner is second.runner
+    assert first.job_name_prefix != second.job_name_prefix
+    assert first.job_name_prefix.startswith("first-")
+    template = Template.from_stack(scope)
+    template.resource_count_is("AWS::Lambda::Function", 2)
+    template.resource_count_is("AWS::StepFunctions::StateMachine", 2)
+
+
+def test_production_options_narrow_the_submit_permission() -> None:
+    scope = stack()
+    volume_key = kms.Key(scope, "VolumeKey", enable_key_rotation=True)
+    output_key = kms.Key(scope, "OutputKey", enable_key_rotation=True)
+    HeterogeneousTrainingJob(
+        scope, "Job",
+        spec=spec(subnets=["subnet-0abc1234"], security_group_ids=["sg-0abc1234"],
+                  enable_network_isolation=True, encrypt_inter_container_traffic=True,
+                  use_spot_instances=True, max_wait=172800,
+                  checkpoint_s3_uri="s3://data-bucket/checkpoints/", max_retry_attempts=2),
+        volume_encryption_key=volume_key, output_encryption_key=output_key,
+    )  # fmt: skip
+    template = Template.from_stack(scope).to_json()
+    submit = policy_statements(template, "HeteroTrainingRunnerSubmitRole")
+    (create,) = [s for s in submit if s["Action"] == "sagemaker:CreateTrainingJob"]
+    condition = create["Condition"]
+    assert condition["ForAllValues:StringEquals"]["sagemaker:VpcSubnets"] == ["subnet-0abc1234"]
+    assert condition["ForAllValues:StringEquals"]["sagemaker:VpcSecurityGroupIds"] == [
+        "sg-0abc1234"
+    ]
+    assert condition["Null"] == {"sagemaker:VpcSubnets": "false"}
+    assert set(condition["ArnEquals"]) == {"sagemaker:VolumeKmsKey", "sagemaker:OutputKmsKey"}
+    assert condition["Bool"] == {"sagemaker:NetworkIsolation": "true",
+                                 "sagemaker:InterContainerTrafficEncryption": "true"}  # fmt: skip
+    role = policy_statements(template, "JobExecutionRole")
+    actions = {
+        a for s in role for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
+    assert {"kms:CreateGrant", "kms:Encrypt", "ec2:CreateNetworkInterface"} <= actions
+    (definition,) = definitions(template).values()
+    task = definition["States"]["Run training job"]
+    assert task["TimeoutSeconds"] == 172800 + 6 * 3600  # spot: max_wait bounds the job
+    request = task["Parameters"]["Payload"]["request"]
+    assert request["CheckpointConfig"] == {"S3Uri": "s3://data-bucket/checkpoints/"}
+    assert request["InputDataConfig"][-1]["ChannelName"] == "code"
+
+
+def test_schedule_and_alarms() -> None:
+    scope = stack()
+    topic = sns.Topic(scope, "Alerts", enforce_ssl=True)
+    HeterogeneousTrainingJob(
+        scope, "Job", spec=spec(), schedule=events.Schedule.rate(cdk.Duration.days(1)),
+        schedule_input={"hyperparameters": {"epochs": 5}}, alarm_topic=topic,
+    )  # fmt: skip
+    template = Template.from_stack(scope)
+    template.has_resource_properties("AWS::Events::Rule", {
+        "ScheduleExpression": "rate(1 day)",
+        "Targets": [Match.object_like({"Input": json.dumps({"hyperparameters": {"epochs": 5}}, separators=(",", ":"))})],
+    })  # fmt: skip
+    alarms = resources(template.to_json(), "AWS::CloudWatch::Alarm")
+    assert sorted(a["Properties"]["MetricName"] for a in alarms.values()) == [
+        "ExecutionsAborted", "ExecutionsFailed", "ExecutionsTimedOut",
+    ]  # fmt: skip
+    assert all(a["Properties"]["AlarmActions"] for a in alarms.values())
+
+
+def test_bad_schedule_input_fails_at_synth() -> None:
+    with pytest.raises(SpecValidationError, match="OVERRIDE-CHANNEL"):
+        HeterogeneousTrainingJob(
+            stack(), "Job", spec=spec(), schedule=events.Schedule.rate(cdk.Duration.days(1)),
+            schedule_input={"channels": {"validation": "s3://data-bucket/v/"}},
+        )  # fmt: skip
+
+
+def test_from_spec_file(tmp_path: Path) -> None:
+    path = REPO / "examples" / "specs" / "hetero_torch_distributed.json"
+    scope = stack()
+    job = HeterogeneousTrainingJob.from_spec_file(scope, "Job", path)
+    assert job.instance_types == ["ml.c5.18xlarge", "ml.p4d.24xlarge"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({**json.loads(path.read_text()), "max_runs": 1}))
+    with pytest.raises(SpecValidationError, match="SPEC-UNKNOWN-KEY"):
+        HeterogeneousTrainingJob.from_spec_file(scope, "Bad", bad)
+
+
+def test_given_role_is_used_and_granted() -> None:
+    from aws_cdk import aws_iam as iam
+
+    scope = stack()
+    role = iam.Role(scope, "Mine", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    job = HeterogeneousTrainingJob(scope, "Job", spec=spec(), role=role)
+    assert job.role is role
+    template = Template.from_stack(scope).to_json()
+    assert not [
+        k for k in resources(template, "AWS::IAM::Role") if k.startswith("JobExecutionRole")
+    ]
+    assert policy_statements(template, "Mine")
+
+
+def test_grant_start_execution() -> None:
+    from aws_cdk import aws_iam as iam
+
+    scope = stack()
+    job = HeterogeneousTrainingJob(scope, "Job", spec=spec())
+    user = iam.Role(scope, "Scheduler", assumed_by=iam.AccountRootPrincipal())
+    job.grant_start_execution(user)
+    statements = policy_statements(Template.from_stack(scope).to_json(), "Scheduler")
+    assert statements[0]["Action"] == "states:StartExecution"
+
+
+def test_code_bundle_is_deterministic(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    (code / "pkg").mkdir(parents=True)
+    (code / "train.py").write_text("print('hi')\n")
+    (code / "pkg" / "util.py").write_text("X = 1\n")
+    (code / "__pycache__").mkdir()
+    (code / "__pycache__" / "train.cpython-311.pyc").write_bytes(b"junk")
+    first = tar_gz_bytes({"": code})
+    (code / "train.py").touch()  # a new mtime changes nothing
+    assert tar_gz_bytes({"": code}) == first
+    with tarfile.open(fileobj=io.BytesIO(first), mode="r:gz") as archive:
+        assert archive.getnames() == ["pkg", "pkg/util.py", "train.py"]
+    assert source_bundle(code).read_bytes() == first
+    (code / "train.py").write_text("print('changed')\n")
+    assert tar_gz_bytes({"": code}) != first
+
+
+def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) -> None:
+    package = lambda_package()
+    names = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
+    assert {"submit.py", "events.py", "hetero_constructs/core/plan.py"} <= names
+    assert any(n.startswith("botocore_data/sagemaker/") for n in names)
+    assert not any("__pycache__" in n for n in names)
+    assert not any(
+        n.startswith(("hetero_constructs/cdk", "hetero_constructs/runtime")) for n in names
+    )
+    script = ("import sys; sys.modules['yaml'] = None; sys.modules['aws_cdk'] = None; "
+              "import submit, events; print('ok')")  # fmt: skip
+    copy = tmp_path / "package"
+    shutil.copytree(package, copy)  # running Python in the cached package would add __pycache__
+    result = subprocess.run([sys.executable, "-c", script], cwd=copy, capture_output=True,
+                            text=True, check=False, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    assert result.stdout.strip() == "ok", result.stderr

@@ -1,0 +1,218 @@
+"""The synthesized example app: IAM, the request in the definition, the code asset, checks."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import tarfile
+from typing import Any
+
+from cfnlint import api as cfnlint
+
+from hetero_constructs.core import build_request
+from hetero_constructs.core.context import Deployment
+from tests.cdk.conftest import Synthesized
+from tests.cdk.templates import definitions, policy_statements, resources, with_literal_definitions
+
+DLC = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+
+
+def statements_with(statements: list[dict[str, Any]], action: str) -> list[dict[str, Any]]:
+    def actions(statement: dict[str, Any]) -> list[str]:
+        value = statement["Action"]
+        return value if isinstance(value, list) else [value]
+
+    return [s for s in statements if action in actions(s)]
+
+
+def payload(example: Synthesized) -> dict[str, Any]:
+    (definition,) = definitions(example.template).values()
+    task = definition["States"]["Run training job"]
+    assert task["Resource"].endswith(":states:::lambda:invoke.waitForTaskToken")
+    return task["Parameters"]["Payload"]  # type: ignore[no-any-return]
+
+
+def test_request_is_in_the_definition(example: Synthesized) -> None:
+    request = payload(example)["request"]
+    assert request["ResourceConfig"]["InstanceGroups"] == [
+        {"InstanceGroupName": "data", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 2},
+        {"InstanceGroupName": "gpu", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+    ]
+    (channel,) = request["InputDataConfig"]
+    assert channel["DataSource"]["S3DataSource"]["InstanceGroupNames"] == ["data"]
+    assert (
+        channel["DataSource"]["S3DataSource"]["S3Uri"]
+        == "s3://example-training-data/datasets/train/"
+    )
+    hyperparameters = request["HyperParameters"]
+    assert hyperparameters["sagemaker_distribution_instance_groups"] == '["gpu"]'
+    assert hyperparameters["sagemaker_torch_distributed_enabled"] == "true"
+    assert hyperparameters["sagemaker_submit_directory"].startswith('"s3://cdk-')
+    assert request["AlgorithmSpecification"]["TrainingImage"] == DLC
+    # The same request the core builds for the same spec and deployment values.
+    deployment = payload(example)["deployment"]
+    expected = build_request(
+        example.stack.job.spec, Deployment(job_name="hetero-example", **deployment)
+    )
+    assert request == json.loads(json.dumps(expected))
+
+
+def test_payload_carries_what_the_submit_lambda_needs(example: Synthesized) -> None:
+    data = payload(example)
+    assert data["jobNamePrefix"] == "hetero-example"
+    assert data["input.$"] == "$"
+    assert data["executionName.$"] == "$$.Execution.Name"
+    assert data["taskToken.$"] == "$$.Task.Token"
+    assert "source_dir" not in data["spec"]  # the code travels as the asset
+    assert set(data["deployment"]) == {"role_arn", "region", "submit_directory", "dlc_image_uri"}
+
+
+def test_state_machine_logging_tracing_timeouts_retries(example: Synthesized) -> None:
+    (machine,) = resources(example.template, "AWS::StepFunctions::StateMachine").values()
+    properties = machine["Properties"]
+    assert properties["LoggingConfiguration"]["Level"] == "ALL"
+    assert properties["LoggingConfiguration"]["IncludeExecutionData"] is True
+    assert properties["TracingConfiguration"] == {"Enabled": True}
+    assert properties["StateMachineName"] == "hetero-example"
+    (definition,) = definitions(example.template).values()
+    task = definition["States"]["Run training job"]
+    assert task["TimeoutSeconds"] == 4 * 3600 + 6 * 3600  # max_run + completion margin
+    assert definition["TimeoutSeconds"] == task["TimeoutSeconds"] + 3600
+    retried = {error for retry in task["Retry"] for error in retry["ErrorEquals"]}
+    assert {"Lambda.TooManyRequestsException", "SageMakerThrottled"} <= retried
+    assert all(retry["BackoffRate"] == 2 for retry in task["Retry"])
+    assert task["Catch"][0]["Next"] == "Training failed"
+    failed = definition["States"]["Training failed"]
+    assert failed == {"Type": "Fail", "Comment": failed["Comment"], "ErrorPath": "$.Error",
+                      "CausePath": "$.Cause"}  # fmt: skip
+    log_groups = resources(example.template, "AWS::Logs::LogGroup")
+    assert all("RetentionInDays" in group["Properties"] for group in log_groups.values())
+
+
+def test_execution_role_is_least_privilege(example: Synthesized) -> None:
+    role_statements = policy_statements(example.template, "TrainingExecutionRole")
+    reads = statements_with(role_statements, "s3:GetObject")
+    resources_read = [
+        r
+        for s in reads
+        for r in ([s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"])
+    ]
+    assert "arn:aws:s3:::example-training-data/datasets/train/*" in resources_read
+    (code,) = [r for r in resources_read if "cdk-hnb659fds-assets" in r]
+    assert code.endswith(".gz") and "*" not in code  # exactly the code object
+    (write,) = statements_with(role_statements, "s3:PutObject")
+    assert write["Resource"] == "arn:aws:s3:::example-training-data/training-output/*"
+    (listing,) = statements_with(role_statements, "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["datasets/train/*"]}}
+    (pull,) = statements_with(role_statements, "ecr:BatchGetImage")
+    assert pull["Resource"] == "arn:aws:ecr:us-west-2:763104351884:repository/pytorch-training"
+    (metrics,) = statements_with(role_statements, "cloudwatch:PutMetricData")
+    assert metrics["Condition"] == {
+        "StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/TrainingJobs"}
+    }
+    (streams,) = statements_with(role_statements, "logs:PutLogEvents")
+    assert streams["Resource"].endswith(
+        ":log-group:/aws/sagemaker/TrainingJobs:log-stream:hetero-example-*"
+    )
+    every_action = {
+        a
+        for s in role_statements
+        for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
+    assert not any(a.startswith(("kms:", "ec2:")) for a in every_action)  # no keys, no VPC
+    assert not any(a.endswith("*") for a in every_action)
+    (role,) = [r for k, r in resources(example.template, "AWS::IAM::Role").items()
+               if k.startswith("TrainingExecutionRole")]  # fmt: skip
+    principal = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+    assert principal == {"Service": "sagemaker.amazonaws.com"}
+
+
+def test_submit_lambda_is_scoped_to_the_prefix_and_the_spec(example: Synthesized) -> None:
+    statements = policy_statements(example.template, "HeteroTrainingRunnerSubmitRole")
+    (create,) = statements_with(statements, "sagemaker:CreateTrainingJob")
+    assert (
+        create["Resource"]
+        == "arn:aws:sagemaker:us-west-2:111122223333:training-job/hetero-example-*"
+    )
+    assert create["Condition"] == {
+        "ForAllValues:StringEquals": {
+            "sagemaker:InstanceTypes": ["ml.c5.18xlarge", "ml.p4d.24xlarge"]
+        },
+        "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": 14400},
+    }
+    (passing,) = statements_with(statements, "iam:PassRole")
+    assert passing["Condition"] == {
+        "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
+    }
+    assert passing["Resource"].startswith("arn:aws:iam::111122223333:role/trainingexecutionrole")
+    (report,) = statements_with(statements, "states:SendTaskSuccess")
+    assert report["Resource"] == "arn:aws:states:us-west-2:111122223333:stateMachine:hetero-example"
+    events_statements = policy_statements(example.template, "HeteroTrainingRunnerEventsRole")
+    (stop,) = statements_with(events_statements, "sagemaker:StopTrainingJob")
+    assert stop["Resource"] == create["Resource"]
+    assert not statements_with(events_statements, "sagemaker:CreateTrainingJob")
+
+
+def test_events_route_job_ends_and_execution_ends(example: Synthesized) -> None:
+    patterns = [
+        r["Properties"]["EventPattern"]
+        for r in resources(example.template, "AWS::Events::Rule").values()
+    ]
+    sagemaker = next(p for p in patterns if p["source"] == ["aws.sagemaker"])
+    assert sagemaker["detail"]["TrainingJobName"] == [{"prefix": "hetero-example-"}]
+    assert sagemaker["detail"]["TrainingJobStatus"] == ["Completed", "Failed", "Stopped"]
+    states = next(p for p in patterns if p["source"] == ["aws.states"])
+    assert states["detail"]["status"] == ["ABORTED", "TIMED_OUT", "FAILED"]
+
+
+def test_token_table(example: Synthesized) -> None:
+    (table,) = resources(example.template, "AWS::DynamoDB::Table").values()
+    properties = table["Properties"]
+    assert properties["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+    assert properties["SSESpecification"]["SSEEnabled"] is True
+
+
+def test_one_submit_function_on_the_newest_runtime(example: Synthesized) -> None:
+    functions = resources(example.template, "AWS::Lambda::Function")
+    assert sorted(f["Properties"]["Handler"] for f in functions.values()) == [
+        "events.handler",
+        "submit.handler",
+    ]
+    assert {f["Properties"]["Runtime"] for f in functions.values()} == {"python3.14"}
+
+
+def test_code_asset_is_a_tar_gz_with_the_entry_point_at_its_root(example: Synthesized) -> None:
+    (archive,) = example.outdir.glob("asset.*.tar.gz")
+    data = archive.read_bytes()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:  # as the toolkit opens it
+        names = tar.getnames()
+        members = tar.getmembers()
+    assert "train.py" in names
+    assert "hetero_runtime/__init__.py" in names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    assert all(m.mtime == 0 and m.uid == 0 and m.gid == 0 and m.uname == "" for m in members)
+    assert gzip.decompress(data)  # plain gzip
+    assert data[4:8] == b"\0\0\0\0"  # no timestamp in the gzip header
+
+
+def test_cdk_nag_has_no_unacknowledged_findings(example: Synthesized) -> None:
+    report = json.loads((example.outdir / "validation-report.json").read_text())
+    (nag,) = report["pluginReports"]
+    assert nag["pluginName"] == "AwsSolutions"
+    assert nag["conclusion"] == "success"
+    assert nag["violations"] == []
+    suppressed = nag["suppressedViolations"]
+    assert suppressed, "the acknowledgments should be exercised"
+    for finding in suppressed:
+        assert finding["acknowledgedId"] == f"AwsSolutions::{finding['ruleName']}"
+        assert len(finding["reason"]) > 40
+    metadata = (example.outdir / f"{example.stack.stack_name}.metadata.json").read_text()
+    assert metadata.count("acknowledged-rules") == len(suppressed)  # no stale acknowledgment
+
+
+def test_cfn_lint_is_clean(example: Synthesized) -> None:
+    template = with_literal_definitions(example.template)
+    matches = cfnlint.lint(json.dumps(template), config=cfnlint.ManualArgs(regions=["us-west-2"]))
+    assert [f"{m.rule.id}: {m.message}" for m in matches] == []
