@@ -14,14 +14,11 @@ from aws_cdk import Acknowledgment, Stack, Validations
 from constructs import IConstruct
 
 IAM5 = "AwsSolutions::AwsSolutions-IAM5"
-
-
-def render_for_nag(scope: IConstruct, value: str) -> str:
-    """A string as cdk-nag prints it: ``<AWS::Partition>``, ``<LogicalId.Arn>``, literals."""
-    return _render(Stack.of(scope).resolve(value))
+_TOKEN = "${Token["
 
 
 def _render(node: Any) -> str:
+    """A resolved CloudFormation value as cdk-nag prints it."""
     if isinstance(node, str):
         return node
     if isinstance(node, dict) and "Fn::Join" in node:
@@ -34,14 +31,43 @@ def _render(node: Any) -> str:
     return str(node)
 
 
-def acknowledge_wildcards(
-    scope: IConstruct,
-    reason: str,
-    *,
-    resources: Iterable[str] = (),
-    actions: Iterable[str] = (),
-) -> None:
-    """Acknowledge AwsSolutions-IAM5 for exactly these wildcard resources and actions."""
-    ids = [f"{IAM5}[Resource::{render_for_nag(scope, r)}]" for r in resources]
-    ids += [f"{IAM5}[Action::{a}]" for a in actions]
-    Validations.of(scope).acknowledge(*(Acknowledgment(id=i, reason=reason) for i in ids))
+class NagIds:
+    """Renders finding ids for one stack: ``<AWS::Partition>``, ``<LogicalId.Arn>``, literals.
+
+    The stack's pseudo-parameter tokens are resolved once and then replaced as text, so most
+    ids cost no call into the jsii runtime.
+    """
+
+    def __init__(self, stack: Stack, common_tokens: Iterable[str]) -> None:
+        self._stack = stack
+        self._known = {t: _render(stack.resolve(t)) for t in common_tokens if _TOKEN in t}
+
+    def render(self, value: str) -> str:
+        for token, rendered in self._known.items():
+            value = value.replace(token, rendered)
+        return _render(self._stack.resolve(value)) if _TOKEN in value else value
+
+
+class Acknowledgments:
+    """Collects the acknowledgments of one construct and records them in one call."""
+
+    def __init__(self, scope: IConstruct, ids: NagIds) -> None:
+        self._scope = scope
+        self._ids = ids
+        self._entries: dict[str, str] = {}
+
+    def wildcards(
+        self, reason: str, *, resources: Iterable[str] = (), actions: Iterable[str] = ()
+    ) -> Acknowledgments:
+        """AwsSolutions-IAM5 for exactly these wildcard resources and actions."""
+        for resource in resources:
+            self._entries[f"{IAM5}[Resource::{self._ids.render(resource)}]"] = reason
+        for action in actions:
+            self._entries[f"{IAM5}[Action::{action}]"] = reason
+        return self
+
+    def record(self) -> None:
+        if self._entries:
+            Validations.of(self._scope).acknowledge(
+                *(Acknowledgment(id=i, reason=r) for i, r in sorted(self._entries.items()))
+            )

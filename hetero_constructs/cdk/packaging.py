@@ -105,11 +105,26 @@ def write_cached(data: bytes, file_name: str) -> Path:
     return target
 
 
+_BUNDLES: dict[tuple[tuple[str, str, int, int], ...], Path] = {}
+
+
 def source_bundle(source_dir: Path | None, extra: Mapping[str, Path] | None = None) -> Path:
-    """``sourcedir.tar.gz`` for the toolkit: ``source_dir``'s contents at the root, plus extras."""
+    """``sourcedir.tar.gz`` for the toolkit: ``source_dir``'s contents at the root, plus extras.
+
+    Within a process the bundle is built once per set of files (names, sizes, mtimes), so a
+    stack of many jobs sharing one code folder packages it once.
+    """
     sources: dict[str, Path] = {"": source_dir} if source_dir is not None else {}
     sources.update(extra or {})
-    return write_cached(tar_gz_bytes(sources), "sourcedir.tar.gz")
+    fingerprint = tuple(
+        (name, str(path), stat.st_size, stat.st_mtime_ns)
+        for name, path in _entries(sources)
+        for stat in [path.stat()]
+    )
+    bundle = _BUNDLES.get(fingerprint)
+    if bundle is None or not bundle.exists():
+        bundle = _BUNDLES[fingerprint] = write_cached(tar_gz_bytes(sources), "sourcedir.tar.gz")
+    return bundle
 
 
 def staged_directory(sources: Mapping[str, Path], label: str) -> Path:

@@ -1,14 +1,21 @@
-"""Least-privilege statements for the SageMaker execution role, derived from the request."""
+"""Least-privilege policies, written as IAM JSON from the request.
+
+Statements are plain dicts turned into one policy document per principal and job: a single
+construct instead of one per statement keeps synth fast and the template easy to read.
+"""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from aws_cdk import ArnFormat, Stack
+from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+
+Statement = dict[str, Any]
 
 SAGEMAKER = "sagemaker.amazonaws.com"
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -16,6 +23,63 @@ TRAINING_METRICS_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 _ECR_IMAGE = re.compile(
     r"^(?P<account>[^.]+)\.dkr\.ecr\.(?P<region>[^.]+)\.(?P<suffix>[^/]+)/(?P<repo>[^:@]+)"
 )
+
+
+def allow(actions: Sequence[str], resources: Sequence[str], conditions: Any = None) -> Statement:
+    statement: Statement = {
+        "Effect": "Allow",
+        "Action": list(actions) if len(actions) > 1 else actions[0],
+        "Resource": list(resources) if len(resources) > 1 else resources[0],
+    }
+    if conditions:
+        statement["Condition"] = conditions
+    return statement
+
+
+def policy(
+    scope: Construct, construct_id: str, statements: Iterable[Statement], role: iam.IRole
+) -> iam.Policy:
+    """One inline policy with the statements, attached to the role."""
+    document = iam.PolicyDocument.from_json(
+        {"Version": "2012-10-17", "Statement": list(statements)}
+    )
+    return iam.Policy(scope, construct_id, document=document, roles=[role])
+
+
+@dataclass(frozen=True)
+class Arns:
+    """ARN parts of one stack, read once (each read is a call into the jsii runtime)."""
+
+    partition: str
+    region: str
+    account: str
+
+    @staticmethod
+    def of(scope: Construct) -> Arns:
+        stack = Stack.of(scope)
+        return Arns(stack.partition, stack.region, stack.account)
+
+    def arn(
+        self,
+        service: str,
+        resource: str,
+        *,
+        region: str | None = None,
+        account: str | None = None,
+        regional: bool = True,
+    ) -> str:
+        where = f"{region or self.region}:{account or self.account}" if regional else ":"
+        return f"arn:{self.partition}:{service}:{where}:{resource}"
+
+    def training_jobs(self, prefix: str) -> str:
+        """Every training job a job construct may create: ``{prefix}-*``."""
+        return self.arn("sagemaker", f"training-job/{prefix}-*")
+
+    def state_machine(self, name: str) -> str:
+        return self.arn("states", f"stateMachine:{name}")
+
+    def log_group(self, name: str) -> str:
+        return self.arn("logs", f"log-group:{name}")
 
 
 @dataclass(frozen=True)
@@ -32,11 +96,11 @@ class S3Location:
         bucket, _, prefix = uri.removeprefix("s3://").partition("/")
         return S3Location(bucket, prefix)
 
-    def bucket_arn(self, scope: Construct) -> str:
-        return f"arn:{Stack.of(scope).partition}:s3:::{self.bucket}"
+    def bucket_arn(self, arns: Arns) -> str:
+        return f"arn:{arns.partition}:s3:::{self.bucket}"
 
-    def objects_arn(self, scope: Construct) -> str:
-        return f"{self.bucket_arn(scope)}/{self.prefix}*"
+    def objects_arn(self, arns: Arns) -> str:
+        return f"{self.bucket_arn(arns)}/{self.prefix}*"
 
 
 def bucket_uri(bucket_name: str, prefix: str = "") -> str:
@@ -44,125 +108,112 @@ def bucket_uri(bucket_name: str, prefix: str = "") -> str:
     return f"s3://{bucket_name}/{prefix.lstrip('/')}"
 
 
-def s3_read(scope: Construct, uris: Sequence[str]) -> Iterator[iam.PolicyStatement]:
-    """Read objects under each prefix, and list the bucket only under that prefix."""
-    for location in filter(None, map(S3Location.parse, uris)):
-        yield iam.PolicyStatement(actions=["s3:GetObject"], resources=[location.objects_arn(scope)])
-        yield _list(scope, location)
+def locations(uris: Iterable[str]) -> list[S3Location]:
+    return [location for location in map(S3Location.parse, uris) if location is not None]
 
 
-def s3_write(scope: Construct, uris: Sequence[str]) -> Iterator[iam.PolicyStatement]:
-    for location in filter(None, map(S3Location.parse, uris)):
-        yield iam.PolicyStatement(
-            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-            resources=[location.objects_arn(scope)],
+def s3_read(arns: Arns, uris: Sequence[str]) -> list[Statement]:
+    """Read objects under each prefix, and list each bucket only under that prefix."""
+    statements = []
+    for location in locations(uris):
+        statements.append(allow(["s3:GetObject"], [location.objects_arn(arns)]))
+        condition = (
+            {"StringLike": {"s3:prefix": [f"{location.prefix}*"]}} if location.prefix else None
         )
+        statements.append(allow(["s3:ListBucket"], [location.bucket_arn(arns)], condition))
+    return statements
 
 
-def _list(scope: Construct, location: S3Location) -> iam.PolicyStatement:
-    conditions = {"StringLike": {"s3:prefix": [f"{location.prefix}*"]}} if location.prefix else None
-    return iam.PolicyStatement(
-        actions=["s3:ListBucket"], resources=[location.bucket_arn(scope)], conditions=conditions
-    )
-
-
-def logs_and_metrics(scope: Construct, job_name_prefix: str) -> list[iam.PolicyStatement]:
-    """Training logs of this prefix's jobs only, and metrics in SageMaker's namespace only."""
-    group = Stack.of(scope).format_arn(
-        service="logs",
-        resource="log-group",
-        resource_name=TRAINING_LOG_GROUP,
-        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-    )
+def s3_write(arns: Arns, uris: Sequence[str]) -> list[Statement]:
     return [
-        iam.PolicyStatement(
-            actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"], resources=[group]
-        ),
-        iam.PolicyStatement(
-            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-            resources=[f"{group}:log-stream:{job_name_prefix}-*"],
+        allow(["s3:PutObject", "s3:AbortMultipartUpload"], [location.objects_arn(arns)])
+        for location in locations(uris)
+    ]
+
+
+def training_log_streams(arns: Arns, job_name_prefix: str) -> str:
+    return f"{arns.log_group(TRAINING_LOG_GROUP)}:log-stream:{job_name_prefix}-*"
+
+
+def logs_and_metrics(arns: Arns, job_name_prefix: str) -> list[Statement]:
+    """Training logs of this prefix's jobs only, and metrics in SageMaker's namespace only."""
+    group = arns.log_group(TRAINING_LOG_GROUP)
+    return [
+        allow(["logs:CreateLogGroup", "logs:DescribeLogStreams"], [group]),
+        allow(
+            ["logs:CreateLogStream", "logs:PutLogEvents"],
+            [training_log_streams(arns, job_name_prefix)],
         ),
         # PutMetricData has no resource-level permissions; the namespace condition scopes it.
-        iam.PolicyStatement(
-            actions=["cloudwatch:PutMetricData"],
-            resources=["*"],
-            conditions={"StringEquals": {"cloudwatch:namespace": TRAINING_METRICS_NAMESPACE}},
+        allow(
+            ["cloudwatch:PutMetricData"],
+            ["*"],
+            {"StringEquals": {"cloudwatch:namespace": TRAINING_METRICS_NAMESPACE}},
         ),
     ]
 
 
-def image_pull(
-    scope: Construct, image_uri: str, repository_account: str | None
-) -> list[iam.PolicyStatement]:
+def image_pull(arns: Arns, image_uri: str, repository_account: str | None) -> list[Statement]:
     """Pull the training image from its ECR repository (the DLC account's, or the user's)."""
-    stack = Stack.of(scope)
     match = _ECR_IMAGE.match(image_uri)
     if match is None:
         return []
-    repository = stack.format_arn(
-        service="ecr",
-        account=repository_account or match["account"],
+    repository = arns.arn(
+        "ecr",
+        f"repository/{match['repo']}",
         region=match["region"],
-        resource="repository",
-        resource_name=match["repo"],
+        account=repository_account or match["account"],
     )
     return [
-        iam.PolicyStatement(
-            actions=[
-                "ecr:BatchCheckLayerAvailability",
-                "ecr:GetDownloadUrlForLayer",
-                "ecr:BatchGetImage",
-            ],
-            resources=[repository],
+        allow(
+            ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
+            [repository],
         ),
         # GetAuthorizationToken has no resource-level permissions.
-        iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]),
+        allow(["ecr:GetAuthorizationToken"], ["*"]),
     ]
 
 
-def vpc_interfaces(
-    scope: Construct, subnets: Sequence[str], groups: Sequence[str]
-) -> list[iam.PolicyStatement]:
+def network_interfaces(arns: Arns) -> str:
+    return arns.arn("ec2", "network-interface/*")
+
+
+def vpc_interfaces(arns: Arns, subnets: Sequence[str], groups: Sequence[str]) -> list[Statement]:
     """Network interfaces in the job's subnets and security groups (VPC jobs only)."""
-    stack = Stack.of(scope)
-
-    def ec2(resource: str, name: str) -> str:
-        return stack.format_arn(service="ec2", resource=resource, resource_name=name)
-
-    interfaces = ec2("network-interface", "*")
+    interfaces = network_interfaces(arns)
     return [
-        iam.PolicyStatement(
-            actions=["ec2:CreateNetworkInterface"],
-            resources=[
+        allow(
+            ["ec2:CreateNetworkInterface"],
+            [
                 interfaces,
-                *(ec2("subnet", s) for s in subnets),
-                *(ec2("security-group", g) for g in groups),
+                *(arns.arn("ec2", f"subnet/{s}") for s in subnets),
+                *(arns.arn("ec2", f"security-group/{g}") for g in groups),
             ],
         ),
-        iam.PolicyStatement(
-            actions=[
+        allow(
+            [
                 "ec2:CreateNetworkInterfacePermission",
                 "ec2:DeleteNetworkInterface",
                 "ec2:DeleteNetworkInterfacePermission",
             ],
-            resources=[interfaces],
+            [interfaces],
         ),
         # Describe calls have no resource-level permissions.
-        iam.PolicyStatement(
-            actions=[
+        allow(
+            [
                 "ec2:DescribeNetworkInterfaces",
                 "ec2:DescribeVpcs",
                 "ec2:DescribeDhcpOptions",
                 "ec2:DescribeSubnets",
                 "ec2:DescribeSecurityGroups",
             ],
-            resources=["*"],
+            ["*"],
         ),
     ]
 
 
-def kms_use(key_arn: str, *, volume: bool) -> iam.PolicyStatement:
+def kms_use(key_arn: str, *, volume: bool) -> Statement:
     """Encrypt with a customer key: EBS volumes need grants, S3 output needs data keys."""
     actions = ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
     actions += ["kms:CreateGrant"] if volume else ["kms:Encrypt"]
-    return iam.PolicyStatement(actions=actions, resources=[key_arn])
+    return allow(actions, [key_arn])

@@ -8,15 +8,17 @@ from typing import TYPE_CHECKING
 import botocore
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from hetero_constructs.cdk import nag
+from hetero_constructs.cdk import nag, permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.packaging import staged_directory
-from hetero_constructs.core import service_model
 
 if TYPE_CHECKING:
     from hetero_constructs.cdk.training_job import HeterogeneousTrainingJob
@@ -26,6 +28,8 @@ LAMBDA_SOURCE = PACKAGE_ROOT.parent / "lambda"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 _ID = "HeteroTrainingRunner"
 _DATA_PATH = "botocore_data"
+# Finding the stack's runner costs calls into jsii; jobs under one scope share the answer.
+_RUNNERS: dict[int, tuple[Construct, TrainingRunner]] = {}
 
 
 def lambda_package() -> Path:
@@ -47,13 +51,18 @@ def lambda_package() -> Path:
 
 
 class TrainingRunner(Construct):
-    """One per stack: the submit Lambda, the events Lambda and the task-token table.
+    """One per stack: the submit and events Lambdas, the task-token table, the event rules.
 
-    Jobs call ``register`` so that both Lambdas may act on exactly their job-name prefixes.
+    Jobs ``register``; each registration rewrites the Lambdas' job policies and the event rules'
+    filters with every job so far, so a stack of N jobs has two policies and two rules, not 2N.
     """
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.stack = stack
+        self.arns = permissions.Arns.of(stack)
+        self.nag_ids = nag.NagIds(stack, [self.arns.partition, self.arns.region, self.arns.account])
         self.table = dynamodb.Table(
             self,
             "TaskTokens",
@@ -76,17 +85,25 @@ class TrainingRunner(Construct):
             self.table.grant_read_write_data(function)
             assert function.role is not None
             depend_on_policy_only(function, function.role)
-        self._prefixes: dict[str, str] = {}
+        self._jobs: list[HeterogeneousTrainingJob] = []
+        self._code_assets: dict[str, s3_assets.Asset] = {}
+        self._submit_policy = self._job_policy(self.submit_function, "SubmitJobs")
+        self._events_policy = self._job_policy(self.events_function, "EventsJobs")
+        self._job_rule, self._execution_rule = self._rules()
 
     def _function(self, name: str, handler: str, code: lambda_.Code) -> lambda_.Function:
         log_group = logs.LogGroup(
-            self, f"{name}Logs", retention=logs.RetentionDays.THREE_MONTHS,
+            self,
+            f"{name}Logs",
+            retention=logs.RetentionDays.THREE_MONTHS,
             removal_policy=RemovalPolicy.DESTROY,
-        )  # fmt: skip
+        )
         role = iam.Role(
-            self, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            self,
+            f"{name}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description=f"hetero-constructs {name.lower()} Lambda",
-        )  # fmt: skip
+        )
         log_group.grant_write(role)
         return lambda_.Function(
             self,
@@ -104,43 +121,109 @@ class TrainingRunner(Construct):
             },
         )
 
+    def _job_policy(self, function: lambda_.Function, construct_id: str) -> iam.CfnPolicy:
+        """The function's permissions on the registered jobs (the document is set per job)."""
+        assert function.role is not None
+        return iam.CfnPolicy(
+            self,
+            construct_id,
+            policy_name=f"{construct_id}Policy",
+            roles=[function.role.role_name],
+            policy_document={"Version": "2012-10-17", "Statement": []},
+        )
+
+    def _rules(self) -> tuple[events.CfnRule, events.CfnRule]:
+        """Job ends (by prefix) and execution ends (by state machine) reach the events Lambda."""
+        target = targets.LambdaFunction(
+            self.events_function, retry_attempts=8, max_event_age=Duration.hours(24)
+        )
+        job_rule = events.Rule(
+            self,
+            "JobStateChange",
+            description="Ends the waiting task of a training run when its SageMaker job ends",
+            event_pattern=events.EventPattern(
+                source=["aws.sagemaker"],
+                detail_type=["SageMaker Training Job State Change"],
+                detail={"TrainingJobStatus": ["Completed", "Failed", "Stopped"]},
+            ),
+            targets=[target],
+        )
+        execution_rule = events.Rule(
+            self,
+            "ExecutionEnd",
+            description="Stops the training job of an aborted, timed-out or failed run",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={"status": ["ABORTED", "TIMED_OUT", "FAILED"]},
+            ),
+            targets=[target],
+        )
+        cfn = (job_rule.node.default_child, execution_rule.node.default_child)
+        assert isinstance(cfn[0], events.CfnRule) and isinstance(cfn[1], events.CfnRule)
+        return cfn[0], cfn[1]
+
+    def _refresh(self) -> None:
+        """Write every registered job into the policies and the rules' filters."""
+        jobs = self._jobs
+        for policy, statements in (
+            (self._submit_policy, [s for j in jobs for s in j.submit_statements]),
+            (self._events_policy, [s for j in jobs for s in j.notify_statements]),
+        ):
+            policy.policy_document = {"Version": "2012-10-17", "Statement": statements}
+        self._job_rule.add_property_override(
+            "EventPattern.detail.TrainingJobName",
+            [{"prefix": f"{j.job_name_prefix}-"} for j in jobs],
+        )
+        self._execution_rule.add_property_override(
+            "EventPattern.detail.stateMachineArn", [j.state_machine_arn for j in jobs]
+        )
+
     @staticmethod
     def of(scope: Construct) -> TrainingRunner:
         """The stack's runner, created on first use."""
+        cached = _RUNNERS.get(id(scope))
+        if cached is not None and cached[0] is scope:
+            return cached[1]
         stack = Stack.of(scope)
         existing = stack.node.try_find_child(_ID)
-        return existing if isinstance(existing, TrainingRunner) else TrainingRunner(stack, _ID)
+        runner = existing if isinstance(existing, TrainingRunner) else TrainingRunner(stack, _ID)
+        _RUNNERS[id(scope)] = (scope, runner)  # the scope is kept, so its id stays its own
+        return runner
+
+    def code_asset(self, bundle: Path) -> s3_assets.Asset:
+        """The asset of a code bundle; jobs that ship the same bytes share one asset."""
+        asset_id = f"Code{bundle.parent.name[:12]}"
+        existing = self._code_assets.get(asset_id)
+        if existing is None:
+            existing = self._code_assets[asset_id] = s3_assets.Asset(
+                self, asset_id, path=str(bundle)
+            )
+        return existing
 
     def register(self, job: HeterogeneousTrainingJob) -> None:
         """Let the Lambdas act on the job's prefix; prefixes must not shadow each other."""
         prefix = job.job_name_prefix
-        for other, path in self._prefixes.items():
-            if f"{prefix}-".startswith(f"{other}-") or f"{other}-".startswith(f"{prefix}-"):
+        for other in self._jobs:
+            known = other.job_name_prefix
+            if f"{prefix}-".startswith(f"{known}-") or f"{known}-".startswith(f"{prefix}-"):
                 raise ValueError(
-                    f"{job.node.path}: job name prefix '{prefix}' overlaps '{other}' of {path}; "
-                    "job names, IAM scoping and event routing would mix the two jobs. "
-                    "Allowed: prefixes where neither is the other plus '-...'. "
+                    f"{job.node.path}: job name prefix '{prefix}' overlaps '{known}' of "
+                    f"{other.node.path}; job names, IAM scoping and event routing would mix the "
+                    "two jobs. Allowed: prefixes where neither is the other plus '-...'. "
                     "Fix: give one job another job_name_prefix."
                 )
-        self._prefixes[prefix] = job.node.path
-        job.grant_submit(self.submit_function)
-        job.grant_notify(self.events_function)
-        for function in (self.submit_function, self.events_function):
-            assert function.role is not None
-            nag.acknowledge_wildcards(
-                function.role,
-                f"Training job names are derived per execution under the prefix '{prefix}-'; "
-                "the wildcard covers exactly those jobs (creation is further narrowed by "
-                "condition keys to what the spec declares).",
-                resources=[training_job_arn(self, prefix)],
-            )
+        self._jobs.append(job)
+        self._refresh()
+        reason = (
+            f"Training job names are derived per execution under the prefix '{prefix}-'; the "
+            "wildcard covers exactly those jobs (creation is further narrowed by condition keys "
+            "to what the spec declares)."
+        )
+        # One scope for both job policies: the finding and its reason are the same.
+        nag.Acknowledgments(self, self.nag_ids).wildcards(
+            reason, resources=[self.arns.training_jobs(prefix)]
+        ).record()
 
 
-def training_job_arn(scope: Construct, prefix: str) -> str:
-    """ARN pattern of every training job a job construct may create."""
-    return Stack.of(scope).format_arn(
-        service="sagemaker", resource="training-job", resource_name=f"{prefix}-*"
-    )
-
-
-__all__ = ["RUNTIME", "TrainingRunner", "lambda_package", "service_model", "training_job_arn"]
+__all__ = ["RUNTIME", "TrainingRunner", "lambda_package"]

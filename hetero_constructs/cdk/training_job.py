@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import ArnFormat, Aws, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Aws, Duration, RemovalPolicy, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -27,7 +27,7 @@ from constructs import Construct
 from hetero_constructs.cdk import nag, permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.packaging import source_bundle
-from hetero_constructs.cdk.runner import TrainingRunner, training_job_arn
+from hetero_constructs.cdk.runner import TrainingRunner
 from hetero_constructs.cdk.tokens import is_token
 from hetero_constructs.core import catalog
 from hetero_constructs.core.context import Deployment, RuleContext
@@ -52,10 +52,8 @@ _LAMBDA_ERRORS = [
 
 
 def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
-    """The construct id plus a digest of its path: readable, and unique within the account."""
-    digest = hashlib.sha256(
-        f"{Stack.of(scope).node.path}/{scope.node.path}/{construct_id}".encode()
-    ).hexdigest()[:8]
+    """The construct id plus a digest of its path (which starts with the stack's name)."""
+    digest = hashlib.sha256(f"{scope.node.path}/{construct_id}".encode()).hexdigest()[:8]
     readable = sanitize_name(construct_id)[: _MAX_PREFIX - 9].rstrip("-") or "job"
     return f"{readable}-{digest}".lower()
 
@@ -104,7 +102,8 @@ class HeterogeneousTrainingJob(Construct):
         :param alarm_topic: SNS topic for the failed, timed-out and aborted execution alarms.
         """
         super().__init__(scope, construct_id)
-        stack = Stack.of(self)
+        self.runner = TrainingRunner.of(scope)
+        self.arns = self.runner.arns
         self.job_name_prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
         self._check_prefix()
         spec = self._with_keys(spec, volume_encryption_key, output_encryption_key)
@@ -118,7 +117,7 @@ class HeterogeneousTrainingJob(Construct):
         deployment = Deployment(
             job_name=self.job_name_prefix,
             role_arn=self.role.role_arn,
-            region=stack.region,
+            region=self.arns.region,
             submit_directory=self.code_asset.s3_object_url if self.code_asset else None,
             dlc_image_uri=None if spec.image_uri else self._dlc_image(spec),
         )
@@ -128,15 +127,13 @@ class HeterogeneousTrainingJob(Construct):
         if result.request is None:
             raise SpecValidationError(result.violations, scope=self.node.path)
         self.request: dict[str, Any] = result.request
-        self._grant_execution_role(volume_encryption_key, output_encryption_key)
+        self._grant_execution_role()
 
         margin = completion_margin or Duration.hours(6)
         longest = spec.max_wait if spec.use_spot_instances and spec.max_wait else spec.max_run
         self.completion_timeout = Duration.seconds(int(longest) + margin.to_seconds())
-        self.runner = TrainingRunner.of(self)
         self.state_machine = self._state_machine(log_retention)
         self.runner.register(self)
-        self._route_events()
         if schedule_input is not None and schedule is None:
             raise ValueError(
                 f"{self.node.path}: schedule_input is given without a schedule. "
@@ -198,15 +195,15 @@ class HeterogeneousTrainingJob(Construct):
             return None  # FW-SOURCE-DIR explains
         else:
             bundle = source_bundle(Path(source), extra)
-        return s3_assets.Asset(self, "Code", path=str(bundle))
+        return self.runner.code_asset(bundle)
 
     def _dlc_image(self, spec: TrainingSpec) -> str | None:
         """The region's Deep Learning Container, from aws-cdk-lib's region facts."""
-        context = RuleContext(spec, Deployment(region=Stack.of(self).region), is_token)
+        region = self.arns.region
+        context = RuleContext(spec, Deployment(region=region), is_token)
         if spec.framework_version is None or spec.py_version is None:
             return None
-        stack = Stack.of(self)
-        region = stack.region
+        stack = self.runner.stack
         account: str | None
         if Token.is_unresolved(region):
             account = stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
@@ -224,8 +221,9 @@ class HeterogeneousTrainingJob(Construct):
 
     # -- permissions -----------------------------------------------------------------------------
 
-    def _grant_execution_role(self, volume: kms.IKey | None, output: kms.IKey | None) -> None:
-        request, spec = self.request, self.spec
+    def _grant_execution_role(self) -> None:
+        """One inline policy: the channels, output, code, logs, image, keys and VPC of the job."""
+        request, spec, arns = self.request, self.spec, self.arns
         reads = [
             c["DataSource"]["S3DataSource"]["S3Uri"]
             for c in request.get("InputDataConfig", [])
@@ -235,113 +233,94 @@ class HeterogeneousTrainingJob(Construct):
         if spec.checkpoint_s3_uri:
             writes.append(spec.checkpoint_s3_uri)
             reads.append(spec.checkpoint_s3_uri)  # spot jobs resume from their checkpoints
+        image = request["AlgorithmSpecification"]["TrainingImage"]
         statements = [
-            *permissions.s3_read(self, reads),
-            *permissions.s3_write(self, writes),
-            *permissions.logs_and_metrics(self, self.job_name_prefix),
-            *permissions.image_pull(
-                self,
-                request["AlgorithmSpecification"]["TrainingImage"],
-                getattr(self, "_dlc_account", None),
-            ),
+            *permissions.s3_read(arns, reads),
+            *permissions.s3_write(arns, writes),
+            *permissions.logs_and_metrics(arns, self.job_name_prefix),
+            *permissions.image_pull(arns, image, getattr(self, "_dlc_account", None)),
         ]
         if spec.subnets:
-            statements += permissions.vpc_interfaces(self, spec.subnets, spec.security_group_ids)
+            statements += permissions.vpc_interfaces(arns, spec.subnets, spec.security_group_ids)
         for key, is_volume in ((spec.volume_kms_key, True), (spec.output_kms_key, False)):
             if key and (is_token(key) or key.startswith("arn:")):
                 statements.append(permissions.kms_use(key, volume=is_volume))
         if self.code_asset is not None:
             asset = self.code_asset
-            code_object = asset.bucket.arn_for_objects(asset.s3_object_key)
-            statements.append(
-                iam.PolicyStatement(actions=["s3:GetObject"], resources=[code_object])
-            )
-        for statement in statements:
-            self.role.add_to_principal_policy(statement)
-        self._acknowledge_execution_role(reads, writes, statements)
+            code_object = f"arn:{arns.partition}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"
+            statements.append(permissions.allow(["s3:GetObject"], [code_object]))
+        execution_policy = permissions.policy(self, "ExecutionPolicy", statements, self.role)
+        self._acknowledge_execution_policy(execution_policy, reads, writes, statements)
 
-    def _acknowledge_execution_role(
-        self, reads: list[str], writes: list[str], statements: list[iam.PolicyStatement]
+    def _acknowledge_execution_policy(
+        self,
+        scope: Construct,
+        reads: list[str],
+        writes: list[str],
+        statements: list[permissions.Statement],
     ) -> None:
+        acknowledgments = nag.Acknowledgments(scope, self.runner.nag_ids)
         prefixes = [
-            location.objects_arn(self)
-            for location in map(permissions.S3Location.parse, [*reads, *writes])
-            if location is not None
+            location.objects_arn(self.arns) for location in permissions.locations([*reads, *writes])
         ]
-        nag.acknowledge_wildcards(
-            self.role,
+        acknowledgments.wildcards(
             "Channels are S3 prefixes: the job reads every object under each channel prefix and "
             "writes its artifacts and checkpoints under {output}/{job name}/, whose keys are not "
             "known at synth. Nothing outside these prefixes is granted.",
             resources=sorted(set(prefixes)),
         )
-        group = permissions.logs_and_metrics(self, self.job_name_prefix)[1].resources[0]
-        nag.acknowledge_wildcards(
-            self.role,
+        acknowledgments.wildcards(
             "SageMaker names log streams {job name}/algo-N-...; the grant covers this job "
             "prefix's streams in /aws/sagemaker/TrainingJobs only.",
-            resources=[group],
+            resources=[permissions.training_log_streams(self.arns, self.job_name_prefix)],
         )
-        unscoped = [st for st in statements if "*" in st.resources]
-        nag.acknowledge_wildcards(
-            self.role,
+        acknowledgments.wildcards(
             "Only for actions without resource-level permissions: ecr:GetAuthorizationToken, "
             "cloudwatch:PutMetricData (restricted to SageMaker's namespace by condition) and, "
             "for VPC jobs, the ec2:Describe* calls SageMaker makes.",
-            resources=["*"] if unscoped else [],
+            resources=["*"] if any(s["Resource"] == "*" for s in statements) else [],
         )
         if self.spec.subnets:
-            interfaces = Stack.of(self).format_arn(
-                service="ec2", resource="network-interface", resource_name="*"
-            )
-            nag.acknowledge_wildcards(
-                self.role,
+            acknowledgments.wildcards(
                 "SageMaker creates and deletes the job's network interfaces, whose ids are not "
                 "known before the job starts.",
-                resources=[interfaces],
+                resources=[permissions.network_interfaces(self.arns)],
             )
+        acknowledgments.record()
 
-    def grant_submit(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` create this job's training jobs, and nothing wider than the spec.
+    @functools.cached_property
+    def submit_statements(self) -> list[permissions.Statement]:
+        """What the submit Lambda may do for this job, and nothing wider than the spec.
 
-        The statement is scoped to the job-name prefix, and narrowed with the condition keys the
+        Creation is scoped to the job-name prefix and narrowed with the condition keys the
         service documents for CreateTrainingJob to what the spec declares.
         """
-        jobs = training_job_arn(self, self.job_name_prefix)
-        grant = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:CreateTrainingJob"],
-            resource_arns=[jobs],
-            conditions=self._create_conditions(),
-        )
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:DescribeTrainingJob", "sagemaker:AddTags"],
-            resource_arns=[jobs],
-        )
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["iam:PassRole"],
-            resource_arns=[self.role.role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": permissions.SAGEMAKER}},
-        )
-        self._grant_task_results(grantee)
-        return grant
+        jobs = self.arns.training_jobs(self.job_name_prefix)
+        return [
+            permissions.allow(["sagemaker:CreateTrainingJob"], [jobs], self._create_conditions()),
+            permissions.allow(["sagemaker:DescribeTrainingJob", "sagemaker:AddTags"], [jobs]),
+            permissions.allow(
+                ["iam:PassRole"],
+                [self.role.role_arn],
+                {"StringEquals": {"iam:PassedToService": permissions.SAGEMAKER}},
+            ),
+            self._task_results_statement(),
+        ]
 
-    def grant_notify(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` report job outcomes to this state machine and stop its jobs."""
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sagemaker:StopTrainingJob", "sagemaker:DescribeTrainingJob"],
-            resource_arns=[training_job_arn(self, self.job_name_prefix)],
-        )
-        return self._grant_task_results(grantee)
+    @functools.cached_property
+    def notify_statements(self) -> list[permissions.Statement]:
+        """What the events Lambda may do: report outcomes to this state machine, stop its jobs."""
+        jobs = self.arns.training_jobs(self.job_name_prefix)
+        return [
+            permissions.allow(
+                ["sagemaker:StopTrainingJob", "sagemaker:DescribeTrainingJob"], [jobs]
+            ),
+            self._task_results_statement(),
+        ]
 
-    def _grant_task_results(self, grantee: iam.IGrantable) -> iam.Grant:
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
-            resource_arns=[self.state_machine_arn],
+    def _task_results_statement(self) -> permissions.Statement:
+        return permissions.allow(
+            ["states:SendTaskSuccess", "states:SendTaskFailure"], [self.state_machine_arn]
         )
 
     def _create_conditions(self) -> dict[str, dict[str, Any]]:
@@ -393,12 +372,8 @@ class HeterogeneousTrainingJob(Construct):
 
     @property
     def state_machine_arn(self) -> str:
-        return Stack.of(self).format_arn(
-            service="states",
-            resource="stateMachine",
-            resource_name=self.state_machine_name,
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
+        """Built from the name, so the Lambdas' policies need no reference to the resource."""
+        return self.arns.state_machine(self.state_machine_name)
 
     def _state_machine(self, log_retention: logs.RetentionDays) -> sfn.StateMachine:
         ttl = int(self.completion_timeout.to_seconds()) + 24 * 3600
@@ -466,55 +441,19 @@ class HeterogeneousTrainingJob(Construct):
             ),
         )
         depend_on_policy_only(state_machine, state_machine.role)
-        nag.acknowledge_wildcards(
-            state_machine.role,
+        nag.Acknowledgments(state_machine.role, self.runner.nag_ids).wildcards(
             "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support only '*'.",
             resources=["*"],
-        )
-        nag.acknowledge_wildcards(
-            state_machine.role,
+        ).wildcards(
             "CDK's LambdaInvoke task grants invoking the submit function's versions and aliases.",
             resources=[f"{self.runner.submit_function.function_arn}:*"],
-        )
+        ).record()
         return state_machine
 
     def _deployment_payload(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self.deployment)
         fields.pop("job_name")
         return {key: value for key, value in fields.items() if value is not None}
-
-    def _route_events(self) -> None:
-        functions = targets.LambdaFunction(
-            self.runner.events_function, retry_attempts=8, max_event_age=Duration.hours(24)
-        )
-        events.Rule(
-            self,
-            "JobStateChange",
-            description=f"Ends the waiting task of {self.node.path} when its job ends",
-            event_pattern=events.EventPattern(
-                source=["aws.sagemaker"],
-                detail_type=["SageMaker Training Job State Change"],
-                detail={
-                    "TrainingJobName": [{"prefix": f"{self.job_name_prefix}-"}],
-                    "TrainingJobStatus": ["Completed", "Failed", "Stopped"],
-                },
-            ),
-            targets=[functions],
-        )
-        events.Rule(
-            self,
-            "ExecutionEnd",
-            description=f"Stops the training job of an aborted or timed-out {self.node.path} run",
-            event_pattern=events.EventPattern(
-                source=["aws.states"],
-                detail_type=["Step Functions Execution Status Change"],
-                detail={
-                    "stateMachineArn": [self.state_machine.state_machine_arn],
-                    "status": ["ABORTED", "TIMED_OUT", "FAILED"],
-                },
-            ),
-            targets=[functions],
-        )
 
     def _schedule(self, schedule: events.Schedule, schedule_input: Mapping[str, Any]) -> None:
         self._check_overrides(schedule_input, "schedule_input")
@@ -543,26 +482,31 @@ class HeterogeneousTrainingJob(Construct):
         if violations:
             raise SpecValidationError(violations, scope=f"{self.node.path} {what}")
 
-    def _alarms(self, topic: sns.ITopic | None) -> list[cloudwatch.Alarm]:
-        alarms = []
-        for name, metric in (
-            ("Failed", self.state_machine.metric_failed()),
-            ("TimedOut", self.state_machine.metric_timed_out()),
-            ("Aborted", self.state_machine.metric_aborted()),
-        ):
-            alarm = metric.with_(period=Duration.minutes(5), statistic="Sum").create_alarm(
+    def _alarms(self, topic: sns.ITopic | None) -> list[cloudwatch.CfnAlarm]:
+        """Alarms on failed, timed-out and aborted executions (5-minute sums, missing = OK)."""
+        actions = [topic.topic_arn] if topic is not None else None
+        return [
+            cloudwatch.CfnAlarm(
                 self,
-                f"Executions{name}",
-                threshold=1,
+                f"{metric}Alarm",
+                namespace="AWS/States",
+                metric_name=metric,
+                dimensions=[{"name": "StateMachineArn", "value": self.state_machine_arn}],
+                statistic="Sum",
+                period=300,
                 evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                alarm_description=f"A training run of {self.node.path} ended {name.lower()}",
+                threshold=1,
+                comparison_operator="GreaterThanOrEqualToThreshold",
+                treat_missing_data="notBreaching",
+                alarm_description=f"A training run of {self.node.path} ended {outcome}",
+                alarm_actions=actions,
             )
-            if topic is not None:
-                alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
-            alarms.append(alarm)
-        return alarms
+            for metric, outcome in (
+                ("ExecutionsFailed", "failed"),
+                ("ExecutionsTimedOut", "timed out"),
+                ("ExecutionsAborted", "aborted"),
+            )
+        ]
 
     # -- public helpers ----------------------------------------------------------------------
 
