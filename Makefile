@@ -1,6 +1,7 @@
 # Two entry points, both self-contained on a fresh machine:
-#   make synth   set everything up, synthesize the example app with the CDK CLI
-#   make test    set everything up, run the test suite (ruff and mypy included)
+#   make synth   set everything up, synthesize the example app with the CDK CLI, then run one
+#                execution of its state machine locally (moto)
+#   make test    set everything up, run ruff, mypy and the test suite
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -30,9 +31,11 @@ node_modules/.installed: package-lock.json $(VENV)/.installed
 
 synth: setup
 	npx cdk synth --quiet
-	@echo "Templates written to cdk.out/ (see README: 'What synth produces')."
+	@echo "Templates written to cdk.out/ (see README: 'What make synth produces')."
+	@echo "Running one execution of the example state machine locally (moto, no AWS account):"
+	$(PY) -m hetero_constructs.local cdk.out/HeteroTrainingExample.template.json
 
-test: setup
+test: setup lint
 	$(PY) -m pytest -q
 
 lint: setup
@@ -42,6 +45,8 @@ lint: setup
 
 bench: setup
 	$(PY) benchmarks/bench_core.py
+	$(PY) benchmarks/bench_synth.py
+	$(PY) benchmarks/bench_runs.py
 
 docs: setup
-	$(PY) -m hetero_constructs.core.rules.catalog > docs/rules.md
+	$(PY) -m hetero_constructs.core.rules.docs > docs/rules.md

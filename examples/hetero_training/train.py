@@ -22,6 +22,7 @@ trainers, default: no limit) and ``data_wait_timeout`` (seconds a trainer retrie
 from __future__ import annotations
 
 import csv
+import gc
 import hashlib
 import io
 import json
@@ -345,6 +346,12 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
         )
         for host in env.data_hosts:
             http(settings, host, "/done", post=True)
+    # DDP sits in a reference cycle that keeps the process group's C++ side (gloo threads
+    # included) alive until a garbage collection. Collect it now: left to interpreter exit,
+    # tearing those threads down can abort the process (SIGABRT, "terminate called without an
+    # active exception").
+    del ddp, optimiser
+    gc.collect()
     dist.barrier()
     dist.destroy_process_group()
     return 0

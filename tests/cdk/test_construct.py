@@ -61,26 +61,41 @@ def stack(region: str | None = "us-west-2") -> cdk.Stack:
 
 def test_every_violation_is_raised_with_the_construct_path() -> None:
     with pytest.raises(SpecValidationError) as raised:
-        HeterogeneousTrainingJob(stack(), "Job", spec=spec(
-            instance_groups=[InstanceGroup("data", "ml.c5.18xlarge", 1),
-                             InstanceGroup("gpu", "ml.p4d.24xlarg", 0)],
-            max_run=0,
-        ))  # fmt: skip
+        HeterogeneousTrainingJob(
+            stack(),
+            "Job",
+            spec=spec(
+                instance_groups=[
+                    InstanceGroup("data", "ml.c5.18xlarge", 1),
+                    InstanceGroup("gpu", "ml.p4d.24xlarg", 0),
+                ],
+                max_run=0,
+            ),
+        )
     message = str(raised.value)
     assert "in Test/Job" in message
     assert {v.rule for v in raised.value.violations} == {
-        "API-INSTANCE-TYPE", "HC-INSTANCE-COUNT", "API-STOPPING",
-    }  # fmt: skip
+        "API-INSTANCE-TYPE",
+        "HC-INSTANCE-COUNT",
+        "API-STOPPING",
+    }
 
 
 def test_tokens_are_skipped_not_guessed() -> None:
     scope = stack(region=None)  # environment-agnostic: the region is a token
     bucket = s3.Bucket(scope, "Data")
-    job = HeterogeneousTrainingJob(scope, "Job", spec=spec(
-        channels=[TrainingChannel("train", bucket_uri(bucket.bucket_name, "train/"),
-                                  instance_groups=["data"])],
-        output_path=bucket_uri(bucket.bucket_name, "out/"),
-    ))  # fmt: skip
+    job = HeterogeneousTrainingJob(
+        scope,
+        "Job",
+        spec=spec(
+            channels=[
+                TrainingChannel(
+                    "train", bucket_uri(bucket.bucket_name, "train/"), instance_groups=["data"]
+                )
+            ],
+            output_path=bucket_uri(bucket.bucket_name, "out/"),
+        ),
+    )
     template = Template.from_stack(scope).to_json()
     image = job.request["AlgorithmSpecification"]["TrainingImage"]
     assert "${Token[" in image
@@ -89,8 +104,10 @@ def test_tokens_are_skipped_not_guessed() -> None:
     assert mapping["us-west-2"] == {"value": "763104351884"}
     assert mapping["cn-north-1"] == {"value": "727897471807"}
     reads = policy_statements(template, "JobExecutionRole")
-    assert any("s3:GetObject" in json.dumps(s["Action"]) and "train/*" in json.dumps(s["Resource"])
-               for s in reads)  # fmt: skip
+    assert any(
+        "s3:GetObject" in json.dumps(s["Action"]) and "train/*" in json.dumps(s["Resource"])
+        for s in reads
+    )
 
 
 def test_core_and_cdk_agree_on_dlc_accounts() -> None:
@@ -132,13 +149,21 @@ def test_production_options_narrow_the_submit_permission() -> None:
     volume_key = kms.Key(scope, "VolumeKey", enable_key_rotation=True)
     output_key = kms.Key(scope, "OutputKey", enable_key_rotation=True)
     HeterogeneousTrainingJob(
-        scope, "Job",
-        spec=spec(subnets=["subnet-0abc1234"], security_group_ids=["sg-0abc1234"],
-                  enable_network_isolation=True, encrypt_inter_container_traffic=True,
-                  use_spot_instances=True, max_wait=172800,
-                  checkpoint_s3_uri="s3://data-bucket/checkpoints/", max_retry_attempts=2),
-        volume_encryption_key=volume_key, output_encryption_key=output_key,
-    )  # fmt: skip
+        scope,
+        "Job",
+        spec=spec(
+            subnets=["subnet-0abc1234"],
+            security_group_ids=["sg-0abc1234"],
+            enable_network_isolation=True,
+            encrypt_inter_container_traffic=True,
+            use_spot_instances=True,
+            max_wait=172800,
+            checkpoint_s3_uri="s3://data-bucket/checkpoints/",
+            max_retry_attempts=2,
+        ),
+        volume_encryption_key=volume_key,
+        output_encryption_key=output_key,
+    )
     template = Template.from_stack(scope).to_json()
     submit = policy_statements(template, "HeteroTrainingRunnerSubmitRole")
     (create,) = [s for s in submit if s["Action"] == "sagemaker:CreateTrainingJob"]
@@ -149,8 +174,10 @@ def test_production_options_narrow_the_submit_permission() -> None:
     ]
     assert condition["Null"] == {"sagemaker:VpcSubnets": "false"}
     assert set(condition["ArnEquals"]) == {"sagemaker:VolumeKmsKey", "sagemaker:OutputKmsKey"}
-    assert condition["Bool"] == {"sagemaker:NetworkIsolation": "true",
-                                 "sagemaker:InterContainerTrafficEncryption": "true"}  # fmt: skip
+    assert condition["Bool"] == {
+        "sagemaker:NetworkIsolation": "true",
+        "sagemaker:InterContainerTrafficEncryption": "true",
+    }
     role = policy_statements(template, "JobExecutionRole")
     actions = {
         a for s in role for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
@@ -168,27 +195,43 @@ def test_schedule_and_alarms() -> None:
     scope = stack()
     topic = sns.Topic(scope, "Alerts", enforce_ssl=True)
     HeterogeneousTrainingJob(
-        scope, "Job", spec=spec(), schedule=events.Schedule.rate(cdk.Duration.days(1)),
-        schedule_input={"hyperparameters": {"epochs": 5}}, alarm_topic=topic,
-    )  # fmt: skip
+        scope,
+        "Job",
+        spec=spec(),
+        schedule=events.Schedule.rate(cdk.Duration.days(1)),
+        schedule_input={"hyperparameters": {"epochs": 5}},
+        alarm_topic=topic,
+    )
     template = Template.from_stack(scope)
-    template.has_resource_properties("AWS::Events::Rule", {
-        "ScheduleExpression": "rate(1 day)",
-        "Targets": [Match.object_like({"Input": json.dumps({"hyperparameters": {"epochs": 5}}, separators=(",", ":"))})],
-    })  # fmt: skip
+    template.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "ScheduleExpression": "rate(1 day)",
+            "Targets": [
+                Match.object_like(
+                    {"Input": json.dumps({"hyperparameters": {"epochs": 5}}, separators=(",", ":"))}
+                )
+            ],
+        },
+    )
     alarms = resources(template.to_json(), "AWS::CloudWatch::Alarm")
     assert sorted(a["Properties"]["MetricName"] for a in alarms.values()) == [
-        "ExecutionsAborted", "ExecutionsFailed", "ExecutionsTimedOut",
-    ]  # fmt: skip
+        "ExecutionsAborted",
+        "ExecutionsFailed",
+        "ExecutionsTimedOut",
+    ]
     assert all(a["Properties"]["AlarmActions"] for a in alarms.values())
 
 
 def test_bad_schedule_input_fails_at_synth() -> None:
     with pytest.raises(SpecValidationError, match="OVERRIDE-CHANNEL"):
         HeterogeneousTrainingJob(
-            stack(), "Job", spec=spec(), schedule=events.Schedule.rate(cdk.Duration.days(1)),
+            stack(),
+            "Job",
+            spec=spec(),
+            schedule=events.Schedule.rate(cdk.Duration.days(1)),
             schedule_input={"channels": {"validation": "s3://data-bucket/v/"}},
-        )  # fmt: skip
+        )
 
 
 def test_from_spec_file(tmp_path: Path) -> None:
@@ -253,10 +296,18 @@ def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) 
     assert not any(
         n.startswith(("hetero_constructs/cdk", "hetero_constructs/runtime")) for n in names
     )
-    script = ("import sys; sys.modules['yaml'] = None; sys.modules['aws_cdk'] = None; "
-              "import submit, events; print('ok')")  # fmt: skip
+    script = (
+        "import sys; sys.modules['yaml'] = None; sys.modules['aws_cdk'] = None; "
+        "import submit, events; print('ok')"
+    )
     copy = tmp_path / "package"
     shutil.copytree(package, copy)  # running Python in the cached package would add __pycache__
-    result = subprocess.run([sys.executable, "-c", script], cwd=copy, capture_output=True,
-                            text=True, check=False, env={"PATH": "/usr/bin:/bin"})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     assert result.stdout.strip() == "ok", result.stderr

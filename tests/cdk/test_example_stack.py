@@ -12,8 +12,8 @@ from cfnlint import api as cfnlint
 
 from hetero_constructs.core import build_request
 from hetero_constructs.core.context import Deployment
-from tests.cdk.conftest import Synthesized
 from tests.cdk.templates import definitions, policy_statements, resources, with_literal_definitions
+from tests.synthesized import Synthesized
 
 DLC = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 
@@ -84,8 +84,12 @@ def test_state_machine_logging_tracing_timeouts_retries(example: Synthesized) ->
     assert all(retry["BackoffRate"] == 2 for retry in task["Retry"])
     assert task["Catch"][0]["Next"] == "Training failed"
     failed = definition["States"]["Training failed"]
-    assert failed == {"Type": "Fail", "Comment": failed["Comment"], "ErrorPath": "$.Error",
-                      "CausePath": "$.Cause"}  # fmt: skip
+    assert failed == {
+        "Type": "Fail",
+        "Comment": failed["Comment"],
+        "ErrorPath": "$.Error",
+        "CausePath": "$.Cause",
+    }
     log_groups = resources(example.template, "AWS::Logs::LogGroup")
     assert all("RetentionInDays" in group["Properties"] for group in log_groups.values())
 
@@ -122,8 +126,11 @@ def test_execution_role_is_least_privilege(example: Synthesized) -> None:
     }
     assert not any(a.startswith(("kms:", "ec2:")) for a in every_action)  # no keys, no VPC
     assert not any(a.endswith("*") for a in every_action)
-    (role,) = [r for k, r in resources(example.template, "AWS::IAM::Role").items()
-               if k.startswith("TrainingExecutionRole")]  # fmt: skip
+    (role,) = [
+        r
+        for k, r in resources(example.template, "AWS::IAM::Role").items()
+        if k.startswith("TrainingExecutionRole")
+    ]
     principal = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
     assert principal == {"Service": "sagemaker.amazonaws.com"}
 
@@ -209,7 +216,9 @@ def test_cdk_nag_has_no_unacknowledged_findings(example: Synthesized) -> None:
         assert finding["acknowledgedId"] == f"AwsSolutions::{finding['ruleName']}"
         assert len(finding["reason"]) > 40
     # No stale acknowledgment: every one recorded names a finding that exists.
-    metadata = json.loads((example.outdir / f"{example.stack.stack_name}.metadata.json").read_text())
+    metadata = json.loads(
+        (example.outdir / f"{example.stack.stack_name}.metadata.json").read_text()
+    )
     recorded = {
         finding_id
         for entries in metadata.values()

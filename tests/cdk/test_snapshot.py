@@ -12,7 +12,7 @@ import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from hetero_constructs import normalized_template
-from tests.cdk.conftest import Synthesized
+from tests.synthesized import Synthesized
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from hetero_constructs.core.rules import RULES, TOPICS
+from hetero_constructs.core.overrides import OVERRIDE_RULES
 from hetero_constructs.core.spec_file import SPEC_FILE_RULES
 
 _HEADER = """# Rule catalogue
@@ -30,6 +31,13 @@ def render() -> str:
     lines.append("| --- | --- | --- |")
     for rule_id, text, source in SPEC_FILE_RULES:
         lines.append(f"| `{rule_id}` | {text} | {source} |")
+    lines.append("")
+    lines.append("## Execution input (checked by the submit Lambda, and at synth for schedules)\n")
+    lines.append("Every rule below applies again to the spec with the overrides merged in.\n")
+    lines.append("| Id | Checks |")
+    lines.append("| --- | --- |")
+    for rule_id, text in OVERRIDE_RULES:
+        lines.append(f"| `{rule_id}` | {text} |")
     lines.append("")
     for topic in TOPICS:
         name = topic.__name__.rsplit(".", 1)[-1]

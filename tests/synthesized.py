@@ -1,3 +1,5 @@
+"""The example app, synthesized in-process, as the CDK and end-to-end tests see it."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-import pytest
 
 from app import HeteroTrainingStack, build_app
 
@@ -19,10 +20,8 @@ class Synthesized:
     template: dict[str, Any]
 
 
-@pytest.fixture(scope="session")
-def example(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
-    """The example app, synthesized once in-process (cdk-nag attached, as `make synth` does)."""
-    outdir = tmp_path_factory.mktemp("cdk.out")
+def synthesize(outdir: Path) -> Synthesized:
+    """The example app with cdk-nag attached, as `make synth` builds it."""
     app, stack = build_app(cdk.App(outdir=str(outdir)))
     app.synth()
     template = json.loads((outdir / f"{stack.stack_name}.template.json").read_text())

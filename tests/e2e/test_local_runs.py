@@ -1,0 +1,136 @@
+"""The synthesized example state machine, run end to end in moto with the real handlers."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+
+from hetero_constructs.local import LocalCloud
+from tests.synthesized import Synthesized
+
+
+@pytest.fixture
+def cloud(example: Synthesized) -> Iterator[tuple[LocalCloud, str]]:
+    with LocalCloud() as local:
+        arns = local.deploy(example.template)
+        (machine,) = [
+            arns[k]
+            for k, r in example.template["Resources"].items()
+            if r["Type"] == "AWS::StepFunctions::StateMachine"
+        ]
+        yield local, machine
+
+
+def test_success_reports_the_job(cloud: tuple[LocalCloud, str]) -> None:
+    local, machine = cloud
+    result = local.run(
+        machine, {"hyperparameters": {"epochs": 1}, "tags": {"run": "7"}}, name="nightly-2026-11-30"
+    )
+    assert result.status == "SUCCEEDED"
+    (request,) = result.submitted_requests
+    assert request["TrainingJobName"].startswith("hetero-example-nightly-2026-11-30-")
+    assert request["HyperParameters"]["epochs"] == "1"  # the override, JSON-encoded
+    assert request["HyperParameters"]["sagemaker_job_name"] == json.dumps(
+        request["TrainingJobName"]
+    )
+    assert {"Key": "run", "Value": "7"} in request["Tags"]
+    assert [g["InstanceGroupName"] for g in request["ResourceConfig"]["InstanceGroups"]] == [
+        "data",
+        "gpu",
+    ]
+    output = result.output
+    assert output["TrainingJobStatus"] == "Completed"
+    assert output["TrainingJobArn"].endswith(f"training-job/{request['TrainingJobName']}")
+    assert output["ModelArtifacts"]["S3ModelArtifacts"].endswith("/output/model.tar.gz")
+    (job,) = result.training_jobs
+    assert job["ResourceConfig"]["InstanceGroups"][1]["InstanceType"] == "ml.p4d.24xlarge"
+
+
+def test_training_failure_carries_the_failure_reason(cloud: tuple[LocalCloud, str]) -> None:
+    local, machine = cloud
+    result = local.run(
+        machine,
+        name="failing",
+        outcome="Failed",
+        failure_reason="AlgorithmError: CUDA out of memory",
+    )
+    assert result.status == "FAILED"
+    assert result.error == "TrainingJobFailed"
+    assert json.loads(result.cause or "{}")["FailureReason"] == "AlgorithmError: CUDA out of memory"
+
+
+def test_bad_override_fails_with_violations_and_creates_no_job(
+    cloud: tuple[LocalCloud, str],
+) -> None:
+    local, machine = cloud
+    result = local.run(
+        machine,
+        {
+            "channels": {"validation": "s3://x/y"},
+            "hyperparameters": {"sagemaker_program": "evil.py"},
+            "instance_type": "ml.p5.48xlarge",
+        },
+        name="bad",
+    )
+    assert result.status == "FAILED"
+    assert result.error == "InvalidOverrides"
+    cause = json.loads(result.cause or "{}")
+    violations = json.loads(cause["errorMessage"])["violations"]
+    assert {v["rule"] for v in violations} == {"OVERRIDE-CHANNEL", "OVERRIDE-UNKNOWN-KEY"}
+    assert result.training_jobs == []
+    # An override that parses but breaks a rule is caught by the same rules as at synth.
+    result = local.run(machine, {"hyperparameters": {"sagemaker_program": "evil.py"}}, name="bad-2")
+    assert result.status == "FAILED"
+    assert "API-HYPERPARAMETERS" in (result.cause or "")
+    assert result.training_jobs == []
+
+
+def test_a_retried_submit_creates_one_job(cloud: tuple[LocalCloud, str]) -> None:
+    local, machine = cloud
+    # The first invocation creates the job, then fails to return: the state machine retries.
+    local.handlers.faults["submit.handler"] = ["Lambda.ServiceException"]
+    result = local.run(machine, name="retried", timeout=90)
+    assert result.status == "SUCCEEDED"
+    submits = [e for f, e in local.handlers.invocations if "taskToken" in e]
+    assert len(submits) == 2  # retried ...
+    assert len(result.training_jobs) == 1  # ... but one job
+    assert len(result.submitted_requests) == 2  # the retry's create call hit ResourceInUse
+
+
+def test_stopping_the_execution_stops_the_job(cloud: tuple[LocalCloud, str]) -> None:
+    local, machine = cloud
+    result = local.run(machine, name="stopped", stop_execution=True)
+    # The service ends a stopped execution at once (ABORTED); moto's interpreter ends it when the
+    # waiting task hears of the stopped job, as FAILED. Either way nothing keeps running.
+    assert result.status in ("ABORTED", "FAILED")
+    (job,) = result.training_jobs
+    assert job["TrainingJobStatus"] == "Stopped"
+    assert local.stopped_jobs == [job["TrainingJobName"]]  # by the events handler
+
+
+@pytest.mark.parametrize("duration", [timedelta(hours=1), timedelta(days=28)])
+def test_history_does_not_grow_with_the_job(
+    cloud: tuple[LocalCloud, str], duration: timedelta
+) -> None:
+    local, machine = cloud
+    result = local.run(machine, name=f"long-{duration.days}", job_duration=duration)
+    assert result.status == "SUCCEEDED"
+    kinds = [event["type"] for event in result.history]
+    assert kinds[0] == "ExecutionStarted" and kinds[-1] == "ExecutionSucceeded"
+    assert "TaskSubmitted" in kinds
+    assert len(kinds) <= 12  # a constant, whatever the duration
+
+
+def test_token_items_expire_and_are_cleaned_up(cloud: tuple[LocalCloud, str]) -> None:
+    local, machine = cloud
+    local.run(machine, name="clean")
+    table = next(env["TOKEN_TABLE"] for _, env in local.handlers.by_function.values())
+    items: list[dict[str, Any]] = boto3.client("dynamodb").scan(TableName=table)["Items"]
+    # The job's token is gone once reported; the execution's job name stays until its TTL.
+    assert [i["pk"]["S"].split("#")[0] for i in items] == ["execution"]
+    assert int(items[0]["expires_at"]["N"]) > 0
