@@ -35,7 +35,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-LAMBDA_SOURCE = Path(__file__).resolve().parents[1] / "lambda"
+from hetero_constructs.handlers import lambda_source
+
 ACCOUNT = "123456789012"
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 _LOCK = threading.Lock()
@@ -65,8 +66,9 @@ class _Handlers:
         self._handler_names: dict[str, str] = {}
 
     def register(self, function_name: str, handler: str, environment: dict[str, str]) -> None:
-        if str(LAMBDA_SOURCE) not in sys.path:
-            sys.path.insert(0, str(LAMBDA_SOURCE))
+        source = str(lambda_source())
+        if source not in sys.path:
+            sys.path.insert(0, source)
         module_name, function = handler.rsplit(".", 1)
         module = importlib.import_module(module_name)
         self.by_function[function_name] = (getattr(module, function), environment)

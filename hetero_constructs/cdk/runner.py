@@ -19,12 +19,12 @@ from constructs import Construct
 from hetero_constructs.cdk import nag, permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.packaging import staged_directory
+from hetero_constructs.handlers import lambda_source
 
 if TYPE_CHECKING:
     from hetero_constructs.cdk.training_job import HeterogeneousTrainingJob
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-LAMBDA_SOURCE = PACKAGE_ROOT.parent / "lambda"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 _ID = "HeteroTrainingRunner"
 _DATA_PATH = "botocore_data"
@@ -42,7 +42,7 @@ def lambda_package() -> Path:
     versions = sorted(p for p in model_dir.iterdir() if p.is_dir())
     model = next(versions[-1].glob("service-2.json*"))
     sources = {
-        **{path.name: path for path in sorted(LAMBDA_SOURCE.glob("*.py"))},
+        **{path.name: path for path in sorted(lambda_source().glob("*.py"))},
         "hetero_constructs/__init__.py": PACKAGE_ROOT / "__init__.py",
         "hetero_constructs/core": PACKAGE_ROOT / "core",
         f"{_DATA_PATH}/sagemaker/{versions[-1].name}/{model.name}": model,

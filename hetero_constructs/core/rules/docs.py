@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sys
 
-from hetero_constructs.core.rules import RULES, TOPICS
 from hetero_constructs.core.overrides import OVERRIDE_RULES
+from hetero_constructs.core.rules import RULES, TOPICS
 from hetero_constructs.core.spec_file import SPEC_FILE_RULES
 
 _HEADER = """# Rule catalogue
