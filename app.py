@@ -50,13 +50,13 @@ class HeteroTrainingStack(cdk.Stack):
                 channels=[
                     TrainingChannel(
                         "train",
-                        bucket_uri(data.bucket_name, "datasets/train/"),
+                        bucket_uri(data, "datasets/train/"),
                         instance_groups=[data_group],
                     )
                 ],
                 distribution=DistributedTraining.torch_distributed(instance_group=gpu_group),
                 hyperparameters={"epochs": 3, "batch_size": 256, "learning_rate": 0.01},
-                output_path=bucket_uri(data.bucket_name, "training-output/"),
+                output_path=bucket_uri(data, "training-output/"),
                 max_run=4 * 3600,
                 tags={"project": "hetero-example"},
             ),

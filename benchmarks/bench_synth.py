@@ -5,7 +5,7 @@ asset, channel, output, stopping condition, logging, tracing, retries and alarms
 ``builtin``); the built-in task has no instance groups, so its jobs are homogeneous. Prints the
 figures of this run; the last line is
 ``synth ratio ours/builtin: X.XX``.
-Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20] [--rounds 3]``.
+Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20] [--rounds 5]``.
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def synth_seconds(add_job: Callable[[cdk.Stack, int], None], jobs: int) -> float
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     synth_seconds(ours, 1)  # warm up jsii and the caches of both paths
     synth_seconds(builtin, 1)

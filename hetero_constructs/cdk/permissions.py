@@ -13,6 +13,7 @@ from typing import Any
 
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 Statement = dict[str, Any]
@@ -103,9 +104,14 @@ class S3Location:
         return f"{self.bucket_arn(arns)}/{self.prefix}*"
 
 
-def bucket_uri(bucket_name: str, prefix: str = "") -> str:
-    """``s3://{bucket}/{prefix}`` for a channel, the output or checkpoints; tokens allowed."""
-    return f"s3://{bucket_name}/{prefix.lstrip('/')}"
+def bucket_uri(bucket: s3.IBucket | str, prefix: str = "") -> str:
+    """``s3://{bucket}/{prefix}`` for a channel, the output or checkpoints.
+
+    ``bucket`` is an ``s3.IBucket`` (its name may be a token, resolved at deploy) or a name.
+    The execution role is granted exactly this prefix.
+    """
+    name = bucket if isinstance(bucket, str) else bucket.bucket_name
+    return f"s3://{name}/{prefix.lstrip('/')}"
 
 
 def locations(uris: Iterable[str]) -> list[S3Location]:

@@ -89,9 +89,7 @@ def test_tokens_are_skipped_not_guessed() -> None:
         "Job",
         spec=spec(
             channels=[
-                TrainingChannel(
-                    "train", bucket_uri(bucket.bucket_name, "train/"), instance_groups=["data"]
-                )
+                TrainingChannel("train", bucket_uri(bucket, "train/"), instance_groups=["data"])
             ],
             output_path=bucket_uri(bucket.bucket_name, "out/"),
         ),
