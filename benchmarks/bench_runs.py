@@ -41,12 +41,8 @@ def history_events(durations: list[timedelta]) -> list[int]:
     example = synthesize(Path(tempfile.mkdtemp(prefix="bench-runs-")))
     counts = []
     with LocalCloud() as cloud:
-        arns = cloud.deploy(example.template)
-        (machine,) = [
-            arns[k]
-            for k, r in example.template["Resources"].items()
-            if r["Type"] == "AWS::StepFunctions::StateMachine"
-        ]
+        cloud.deploy(example.template)
+        (machine,) = cloud.state_machines
         for index, duration in enumerate(durations):
             result = cloud.run(machine, name=f"bench-{index}", job_duration=duration)
             if result.status != "SUCCEEDED":

@@ -35,6 +35,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hetero_constructs.core import lifecycle
 from hetero_constructs.handlers import lambda_source
 
 ACCOUNT = "123456789012"
@@ -114,6 +115,7 @@ class LocalCloud:
         self.job_status: dict[str, dict[str, Any]] = {}
         self.requests: list[dict[str, Any]] = []
         self.stopped_jobs: list[str] = []
+        self.state_machines: list[str] = []  # ARNs, in template order, once deployed
         self._stack = contextlib.ExitStack()
 
     # -- moto, with the gaps filled ---------------------------------------------------------------
@@ -280,6 +282,7 @@ class LocalCloud:
                     roleArn=role_arn,
                 )
                 arns[logical_id] = created["stateMachineArn"]
+                self.state_machines.append(created["stateMachineArn"])
         return arns
 
     def _create_table(self, name: str, properties: dict[str, Any]) -> None:
@@ -461,16 +464,16 @@ def _job_event(
     if outcome != "Completed":
         detail["FailureReason"] = reason
     return {
-        "source": "aws.sagemaker",
-        "detail-type": "SageMaker Training Job State Change",
+        "source": lifecycle.JOB_EVENT_SOURCE,
+        "detail-type": lifecycle.JOB_EVENT_TYPE,
         "detail": detail,
     }
 
 
 def _execution_event(status: str, execution_arn: str, state_machine_arn: str) -> dict[str, Any]:
     return {
-        "source": "aws.states",
-        "detail-type": "Step Functions Execution Status Change",
+        "source": lifecycle.EXECUTION_EVENT_SOURCE,
+        "detail-type": lifecycle.EXECUTION_EVENT_TYPE,
         "detail": {
             "status": status,
             "executionArn": execution_arn,
@@ -528,13 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     template = json.loads(Path(args.template).read_text())
     with LocalCloud(args.region) as cloud:
-        arns = cloud.deploy(template)
-        machines = [
-            arns[k]
-            for k, r in template["Resources"].items()
-            if r["Type"] == "AWS::StepFunctions::StateMachine"
-        ]
-        for machine in machines:
+        cloud.deploy(template)
+        for machine in cloud.state_machines:
             result = cloud.run(machine, json.loads(args.input), outcome=args.outcome)
             print(f"state machine: {machine}")
             for request in result.submitted_requests:

@@ -15,7 +15,7 @@ import outcome
 import token_store
 from botocore.exceptions import ClientError
 
-STOPPING_STATUSES = ("ABORTED", "TIMED_OUT", "FAILED")
+from hetero_constructs.core import lifecycle
 
 
 def on_training_job_change(detail: dict[str, Any], dynamodb: Any, stepfunctions: Any) -> str:
@@ -37,7 +37,7 @@ def on_training_job_change(detail: dict[str, Any], dynamodb: Any, stepfunctions:
 
 
 def on_execution_end(detail: dict[str, Any], dynamodb: Any, sagemaker: Any) -> str:
-    if detail.get("status") not in STOPPING_STATUSES:
+    if detail.get("status") not in lifecycle.STOPPING_EXECUTION_STATUSES:
         return "ignored: status"
     name = token_store.job_of_execution(dynamodb, detail["executionArn"])
     if name is None:
@@ -57,10 +57,10 @@ def on_execution_end(detail: dict[str, Any], dynamodb: Any, sagemaker: Any) -> s
 
 def handler(event: dict[str, Any], context: Any = None) -> str:
     detail = event.get("detail", {})
-    if event.get("source") == "aws.sagemaker":
+    if event.get("source") == lifecycle.JOB_EVENT_SOURCE:
         return on_training_job_change(
             detail, boto3.client("dynamodb"), boto3.client("stepfunctions")
         )
-    if event.get("source") == "aws.states":
+    if event.get("source") == lifecycle.EXECUTION_EVENT_SOURCE:
         return on_execution_end(detail, boto3.client("dynamodb"), boto3.client("sagemaker"))
     return "ignored: source"

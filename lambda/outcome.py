@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-TERMINAL = ("Completed", "Failed", "Stopped")
+from hetero_constructs.core import lifecycle
+
+TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
 _REPORTED = (
     "TrainingJobName",
     "TrainingJobArn",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import botocore
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -19,6 +19,7 @@ from constructs import Construct
 from hetero_constructs.cdk import nag, permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.packaging import staged_directory
+from hetero_constructs.core import lifecycle
 from hetero_constructs.handlers import lambda_source
 
 if TYPE_CHECKING:
@@ -137,31 +138,38 @@ class TrainingRunner(Construct):
         target = targets.LambdaFunction(
             self.events_function, retry_attempts=8, max_event_age=Duration.hours(24)
         )
-        job_rule = events.Rule(
-            self,
-            "JobStateChange",
-            description="Ends the waiting task of a training run when its SageMaker job ends",
-            event_pattern=events.EventPattern(
-                source=["aws.sagemaker"],
-                detail_type=["SageMaker Training Job State Change"],
-                detail={"TrainingJobStatus": ["Completed", "Failed", "Stopped"]},
+
+        def rule(
+            construct_id: str,
+            description: str,
+            source: str,
+            detail_type: str,
+            detail: dict[str, Any],
+        ) -> events.CfnRule:
+            pattern = events.EventPattern(source=[source], detail_type=[detail_type], detail=detail)
+            created = events.Rule(
+                self, construct_id, description=description, event_pattern=pattern, targets=[target]
+            )
+            cfn = created.node.default_child
+            assert isinstance(cfn, events.CfnRule)
+            return cfn
+
+        return (
+            rule(
+                "JobStateChange",
+                "Ends the waiting task of a training run when its job ends",
+                lifecycle.JOB_EVENT_SOURCE,
+                lifecycle.JOB_EVENT_TYPE,
+                {"TrainingJobStatus": list(lifecycle.TERMINAL_JOB_STATUSES)},
             ),
-            targets=[target],
-        )
-        execution_rule = events.Rule(
-            self,
-            "ExecutionEnd",
-            description="Stops the training job of an aborted, timed-out or failed run",
-            event_pattern=events.EventPattern(
-                source=["aws.states"],
-                detail_type=["Step Functions Execution Status Change"],
-                detail={"status": ["ABORTED", "TIMED_OUT", "FAILED"]},
+            rule(
+                "ExecutionEnd",
+                "Stops the training job of an aborted, timed-out or failed run",
+                lifecycle.EXECUTION_EVENT_SOURCE,
+                lifecycle.EXECUTION_EVENT_TYPE,
+                {"status": list(lifecycle.STOPPING_EXECUTION_STATUSES)},
             ),
-            targets=[target],
         )
-        cfn = (job_rule.node.default_child, execution_rule.node.default_child)
-        assert isinstance(cfn[0], events.CfnRule) and isinstance(cfn[1], events.CfnRule)
-        return cfn[0], cfn[1]
 
     def _refresh(self) -> None:
         """Write every registered job into the policies and the rules' filters."""

@@ -164,67 +164,43 @@ class ImageRelease:
     regions: frozenset[str]
 
 
-def _releases(
-    framework: Framework, versions: str, py: str, regions: frozenset[str], repository: str
-) -> list[ImageRelease]:
-    return [
-        ImageRelease(framework, v, tuple(py.split()), repository, regions) for v in versions.split()
-    ]
-
-
 _PT = Framework.PYTORCH
 _TF = Framework.TENSORFLOW
 
-# PyTorch 1.2.0 and later (pytorch-training). 0.4-1.1 used the retired sagemaker-pytorch
-# repository with its own accounts and are not offered: pass image_uri for them.
+_PT_REPO, _TF_REPO = "pytorch-training", "tensorflow-training"
+# (framework, versions, py_versions, regions, repository), one row per group of releases.
+_RELEASE_TABLE = (
+    # PyTorch 1.2.0 and later. 0.4-1.1 used the retired sagemaker-pytorch repository with its
+    # own accounts and are not offered: pass image_uri for them.
+    (_PT, "1.2.0 1.3.1", "py2 py3", REGIONS_WITHOUT_ISOF, _PT_REPO),
+    (_PT, "1.4.0", "py2 py3 py36", REGIONS_WITHOUT_ISOF, _PT_REPO),
+    (_PT, "1.5.0 1.6.0 1.7.1 1.8.0 1.8.1", "py3 py36", REGIONS_WITHOUT_ISOF, _PT_REPO),
+    (_PT, "1.9.0 1.9.1 1.10.0 1.10.2 1.11.0 1.12.0 1.12.1", "py38", REGIONS_WITHOUT_ISOF, _PT_REPO),
+    (_PT, "1.13.1", "py39", REGIONS_WITHOUT_ISOF, _PT_REPO),
+    (_PT, "2.0.0 2.0.1", "py310", REGIONS_WITHOUT_ISOF, _PT_REPO),
+    (_PT, "2.1.0 2.2.0", "py310", ALL_REGIONS, _PT_REPO),
+    (_PT, "2.3.0", "py311", ALL_REGIONS, _PT_REPO),
+    (_PT, "2.4.0 2.5.1", "py311", REGIONS_WITHOUT_ISO, _PT_REPO),
+    (_PT, "2.6.0 2.7.1 2.8.0", "py312", REGIONS_WITHOUT_ISO, _PT_REPO),
+    # TensorFlow 1.13.1 (py3) and later; older releases used other repositories.
+    (_TF, "1.13.1", "py3", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "1.14.0 1.15.0 2.0.0 2.0.1 2.0.2 2.1.0 2.1.1", "py2 py3", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "1.15.2 1.15.3", "py2 py3 py37", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "1.15.4 1.15.5", "py3 py36 py37", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "2.0.3 2.0.4 2.1.2 2.1.3", "py3 py36", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "2.2.0 2.2.1 2.2.2 2.3.0 2.3.1 2.3.2 2.4.1 2.4.3 2.5.0 2.5.1", "py37",
+     REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "2.6.0 2.6.2 2.6.3 2.7.1", "py38", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "2.8.0 2.9.2 2.10.1 2.11.0", "py39", REGIONS_WITHOUT_ISOF, _TF_REPO),
+    (_TF, "2.12.0", "py310", REGIONS_WITHOUT_ISO, _TF_REPO),
+    (_TF, "2.13.0 2.14.1", "py310", ALL_REGIONS, _TF_REPO),
+    (_TF, "2.16.2 2.18.0", "py310", REGIONS_WITHOUT_ISO, _TF_REPO),
+    (_TF, "2.19.0", "py312", REGIONS_WITHOUT_ISO, _TF_REPO),
+)  # fmt: skip
 RELEASES: tuple[ImageRelease, ...] = tuple(
-    _releases(_PT, "1.2.0 1.3.1", "py2 py3", REGIONS_WITHOUT_ISOF, "pytorch-training")
-    + _releases(_PT, "1.4.0", "py2 py3 py36", REGIONS_WITHOUT_ISOF, "pytorch-training")
-    + _releases(
-        _PT, "1.5.0 1.6.0 1.7.1 1.8.0 1.8.1", "py3 py36", REGIONS_WITHOUT_ISOF, "pytorch-training"
-    )
-    + _releases(
-        _PT,
-        "1.9.0 1.9.1 1.10.0 1.10.2 1.11.0 1.12.0 1.12.1",
-        "py38",
-        REGIONS_WITHOUT_ISOF,
-        "pytorch-training",
-    )
-    + _releases(_PT, "1.13.1", "py39", REGIONS_WITHOUT_ISOF, "pytorch-training")
-    + _releases(_PT, "2.0.0 2.0.1", "py310", REGIONS_WITHOUT_ISOF, "pytorch-training")
-    + _releases(_PT, "2.1.0 2.2.0", "py310", ALL_REGIONS, "pytorch-training")
-    + _releases(_PT, "2.3.0", "py311", ALL_REGIONS, "pytorch-training")
-    + _releases(_PT, "2.4.0 2.5.1", "py311", REGIONS_WITHOUT_ISO, "pytorch-training")
-    + _releases(_PT, "2.6.0 2.7.1 2.8.0", "py312", REGIONS_WITHOUT_ISO, "pytorch-training")
-    # TensorFlow 1.13.1 (py3) and later (tensorflow-training).
-    + _releases(_TF, "1.13.1", "py3", REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(
-        _TF,
-        "1.14.0 1.15.0 2.0.0 2.0.1 2.0.2 2.1.0 2.1.1",
-        "py2 py3",
-        REGIONS_WITHOUT_ISOF,
-        "tensorflow-training",
-    )
-    + _releases(_TF, "1.15.2 1.15.3", "py2 py3 py37", REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(_TF, "1.15.4 1.15.5", "py3 py36 py37", REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(
-        _TF, "2.0.3 2.0.4 2.1.2 2.1.3", "py3 py36", REGIONS_WITHOUT_ISOF, "tensorflow-training"
-    )
-    + _releases(
-        _TF,
-        "2.2.0 2.2.1 2.2.2 2.3.0 2.3.1 2.3.2 2.4.1 2.4.3 2.5.0 2.5.1",
-        "py37",
-        REGIONS_WITHOUT_ISOF,
-        "tensorflow-training",
-    )
-    + _releases(_TF, "2.6.0 2.6.2 2.6.3 2.7.1", "py38", REGIONS_WITHOUT_ISOF, "tensorflow-training")
-    + _releases(
-        _TF, "2.8.0 2.9.2 2.10.1 2.11.0", "py39", REGIONS_WITHOUT_ISOF, "tensorflow-training"
-    )
-    + _releases(_TF, "2.12.0", "py310", REGIONS_WITHOUT_ISO, "tensorflow-training")
-    + _releases(_TF, "2.13.0 2.14.1", "py310", ALL_REGIONS, "tensorflow-training")
-    + _releases(_TF, "2.16.2 2.18.0", "py310", REGIONS_WITHOUT_ISO, "tensorflow-training")
-    + _releases(_TF, "2.19.0", "py312", REGIONS_WITHOUT_ISO, "tensorflow-training")
+    ImageRelease(framework, version, tuple(py.split()), repository, regions)
+    for framework, versions, py, regions, repository in _RELEASE_TABLE
+    for version in versions.split()
 )
 
 # Version aliases from pytorch.json (major.minor -> release); TensorFlow aliases are the

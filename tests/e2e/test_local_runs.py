@@ -17,12 +17,8 @@ from tests.synthesized import Synthesized
 @pytest.fixture
 def cloud(example: Synthesized) -> Iterator[tuple[LocalCloud, str]]:
     with LocalCloud() as local:
-        arns = local.deploy(example.template)
-        (machine,) = [
-            arns[k]
-            for k, r in example.template["Resources"].items()
-            if r["Type"] == "AWS::StepFunctions::StateMachine"
-        ]
+        local.deploy(example.template)
+        (machine,) = local.state_machines
         yield local, machine
 
 
