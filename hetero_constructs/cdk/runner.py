@@ -26,7 +26,20 @@ if TYPE_CHECKING:
     from hetero_constructs.cdk.training_job import HeterogeneousTrainingJob
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-RUNTIME = lambda_.Runtime.PYTHON_3_14
+
+
+def newest_python_runtime() -> lambda_.Runtime:
+    """The newest Python runtime this aws-cdk-lib knows (cdk-nag's L1 asks for the newest)."""
+    versions = [
+        tuple(int(part) for part in name.removeprefix("PYTHON_").split("_"))
+        for name in dir(lambda_.Runtime)
+        if name.startswith("PYTHON_3_")
+    ]
+    major, minor = max(versions)
+    return getattr(lambda_.Runtime, f"PYTHON_{major}_{minor}")  # type: ignore[no-any-return]
+
+
+RUNTIME = newest_python_runtime()
 _ID = "HeteroTrainingRunner"
 _DATA_PATH = "botocore_data"
 # Finding the stack's runner costs calls into jsii; jobs under one scope share the answer.
