@@ -116,6 +116,7 @@ class LocalCloud:
         self.requests: list[dict[str, Any]] = []
         self.stopped_jobs: list[str] = []
         self.state_machines: list[str] = []  # ARNs, in template order, once deployed
+        self.definitions: dict[str, Any] = {}  # the definitions as deployed, by ARN
         self._stack = contextlib.ExitStack()
 
     # -- moto, with the gaps filled ---------------------------------------------------------------
@@ -283,6 +284,7 @@ class LocalCloud:
                 )
                 arns[logical_id] = created["stateMachineArn"]
                 self.state_machines.append(created["stateMachineArn"])
+                self.definitions[created["stateMachineArn"]] = json.loads(definition)
         return arns
 
     def _create_table(self, name: str, properties: dict[str, Any]) -> None:

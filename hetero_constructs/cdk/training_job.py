@@ -102,6 +102,11 @@ class HeterogeneousTrainingJob(Construct):
         :param alarm_topic: SNS topic for the failed, timed-out and aborted execution alarms.
         """
         super().__init__(scope, construct_id)
+        if schedule_input is not None and schedule is None:
+            raise ValueError(
+                f"{self.node.path}: schedule_input is given without a schedule. "
+                "Fix: pass schedule=events.Schedule.rate(...) too."
+            )
         self.runner = TrainingRunner.of(scope)
         self.arns = self.runner.arns
         self.job_name_prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
@@ -134,11 +139,6 @@ class HeterogeneousTrainingJob(Construct):
         self.completion_timeout = Duration.seconds(int(longest) + margin.to_seconds())
         self.state_machine = self._state_machine(log_retention)
         self.runner.register(self)
-        if schedule_input is not None and schedule is None:
-            raise ValueError(
-                f"{self.node.path}: schedule_input is given without a schedule. "
-                "Fix: pass schedule=events.Schedule.rate(...) too."
-            )
         if schedule is not None:
             self._schedule(schedule, schedule_input or {})
         self.alarms = self._alarms(alarm_topic)
@@ -385,7 +385,7 @@ class HeterogeneousTrainingJob(Construct):
             payload=sfn.TaskInput.from_object(
                 {
                     "request": self.request,
-                    "spec": spec_to_dict(dataclasses.replace(self.spec, source_dir=None)),
+                    "spec": spec_to_dict(self._spec_for_lambda()),
                     "deployment": self._deployment_payload(),
                     "jobNamePrefix": self.job_name_prefix,
                     "tokenTtlSeconds": ttl,
@@ -449,6 +449,12 @@ class HeterogeneousTrainingJob(Construct):
             resources=[f"{self.runner.submit_function.function_arn}:*"],
         ).record()
         return state_machine
+
+    def _spec_for_lambda(self) -> TrainingSpec:
+        """The spec as the submit Lambda validates it: the code is the uploaded object."""
+        if self.code_asset is None or self.spec.source_dir is None:
+            return self.spec
+        return dataclasses.replace(self.spec, source_dir=self.code_asset.s3_object_url)
 
     def _deployment_payload(self) -> dict[str, Any]:
         fields = dataclasses.asdict(self.deployment)

@@ -309,3 +309,20 @@ def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) 
         env={"PATH": "/usr/bin:/bin"},
     )
     assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_lone_entry_point_is_shipped_at_the_root(tmp_path: Path) -> None:
+    script = tmp_path / "jobs" / "train.py"
+    script.parent.mkdir()
+    script.write_text("print('train')\n")
+    job = HeterogeneousTrainingJob(
+        stack(), "Job", spec=spec(source_dir=None, entry_point=str(script))
+    )
+    assert job.request["HyperParameters"]["sagemaker_program"] == '"train.py"'
+    assert job.code_asset is not None
+    from hetero_constructs.cdk.training_job import RUNTIME_HELPER, RUNTIME_HELPER_PACKAGE
+
+    bundle = source_bundle(None, {RUNTIME_HELPER_PACKAGE: RUNTIME_HELPER, "train.py": script})
+    with tarfile.open(bundle, mode="r:gz") as archive:
+        assert "train.py" in archive.getnames()
+        assert "jobs/train.py" not in archive.getnames()

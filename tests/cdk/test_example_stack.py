@@ -64,7 +64,9 @@ def test_payload_carries_what_the_submit_lambda_needs(example: Synthesized) -> N
     assert data["input.$"] == "$"
     assert data["executionName.$"] == "$$.Execution.Name"
     assert data["taskToken.$"] == "$$.Task.Token"
-    assert "source_dir" not in data["spec"]  # the code travels as the asset
+    # The Lambda validates against the uploaded code object, not a local folder.
+    assert data["spec"]["source_dir"] == data["deployment"]["submit_directory"]
+    assert data["spec"]["source_dir"].startswith("s3://cdk-hnb659fds-assets-")
     assert set(data["deployment"]) == {"role_arn", "region", "submit_directory", "dlc_image_uri"}
 
 

@@ -436,14 +436,14 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     "FW-ENTRY-POINT": (
         [
             {"entry_point": "s3://bucket/train.py"},
-            {"entry_point": "/abs/train.py"},
+            {"source_dir": "<scripts>", "entry_point": "/abs/train.py"},
             {"source_dir": "<scripts>", "entry_point": "missing.py"},
         ],
-        [{"source_dir": "<scripts>", "entry_point": "train.py"}],
+        [{"source_dir": "<scripts>", "entry_point": "train.py"}, {"entry_point": "/jobs/train.py"}],
     ),
     "FW-SOURCE-DIR": (
         [{"source_dir": "s3://bucket/code/"}, {"source_dir": "/does/not/exist"}],
-        [{"source_dir": "s3://bucket/code/sourcedir.tar.gz"}],
+        [{"source_dir": "s3://bucket/code/sourcedir.tar.gz"}, {"source_dir": "s3://b/asset.gz"}],
     ),
     "API-INSTANCE-TYPE": (
         [

@@ -130,3 +130,17 @@ def test_token_items_expire_and_are_cleaned_up(cloud: tuple[LocalCloud, str]) ->
     # The job's token is gone once reported; the execution's job name stays until its TTL.
     assert [i["pk"]["S"].split("#")[0] for i in items] == ["execution"]
     assert int(items[0]["expires_at"]["N"]) > 0
+
+
+def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str]) -> None:
+    """Without overrides, the submit Lambda sends exactly the request shown in the template."""
+    local, machine = cloud
+    result = local.run(machine, name="as-synthesized")
+    (submitted,) = result.submitted_requests
+    task = local.definitions[machine]["States"]["Run training job"]
+    synthesized = task["Parameters"]["Payload"]["request"]
+    name = submitted["TrainingJobName"]
+    # Only the per-execution job name differs from the synthesized request.
+    synthesized["TrainingJobName"] = name
+    synthesized["HyperParameters"]["sagemaker_job_name"] = json.dumps(name)
+    assert submitted == synthesized

@@ -24,12 +24,10 @@ def encode(value: Any) -> str:
 def program(context: RuleContext) -> str:
     """``sagemaker_program``: the entry point relative to ``source_dir``.
 
-    Without a source directory (local, S3, or already packaged by the deployment) only the
-    entry point file itself is shipped, at the archive root.
+    Without a source directory only the entry point file itself is shipped, at the archive root.
     """
     entry = context.spec.entry_point
-    has_directory = context.spec.source_dir or context.deployment.submit_directory
-    return entry if has_directory else posixpath.basename(entry)
+    return entry if context.spec.source_dir else posixpath.basename(entry)
 
 
 def source_object_uri(context: RuleContext, job_name: str) -> str:

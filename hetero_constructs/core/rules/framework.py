@@ -10,6 +10,7 @@ from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.rules.base import Finding, rule
 
 _IMAGES = "SDK v2 image_uri_config/pytorch.json, tensorflow.json"
+_GZIP_SUFFIXES = (".tar.gz", ".tgz", ".gz")
 
 
 @rule(
@@ -140,12 +141,15 @@ def trainium_image(context: RuleContext) -> Iterator[Finding]:
     example='entry_point: "train.py", source_dir: "examples/hetero_training"',
 )
 def entry_point(context: RuleContext) -> Iterator[Finding]:
-    """The entry point is a relative path that exists in a local ``source_dir``."""
+    """The entry point is a local script: relative to ``source_dir`` when there is one.
+
+    Without ``source_dir`` it is a path to the script, which is shipped alone.
+    """
     spec = context.spec
     entry = spec.entry_point
     if not context.known(entry):
         return
-    if not entry or entry.startswith("s3://") or os.path.isabs(entry):
+    if not entry or entry.startswith("s3://") or (spec.source_dir and os.path.isabs(entry)):
         yield Finding(
             "entry_point",
             "The entry point must be a script path relative to source_dir.",
@@ -173,18 +177,18 @@ def entry_point(context: RuleContext) -> Iterator[Finding]:
     example='source_dir: "examples/hetero_training"  (or s3://bucket/code/sourcedir.tar.gz)',
 )
 def source_dir(context: RuleContext) -> Iterator[Finding]:
-    """``source_dir`` is an existing local directory, or an S3 ``.tar.gz`` object."""
+    """``source_dir`` is an existing local directory, or an S3 gzip tar object."""
     value = context.spec.source_dir
     if value is None or not context.known(value):
         return
     if value.startswith("s3://"):
-        if not value.endswith(".tar.gz"):
+        if not value.endswith(_GZIP_SUFFIXES):
             yield Finding(
                 "source_dir",
                 "The toolkit downloads one S3 object and opens it as a gzip tar; a prefix or "
                 "another format fails in the container.",
                 value,
-                "an s3:// URI of a .tar.gz object",
+                "an s3:// URI of a gzip tar object (.tar.gz, .tgz or .gz)",
                 "package the code as sourcedir.tar.gz and point at that object",
             )
     elif not os.path.isdir(value):
