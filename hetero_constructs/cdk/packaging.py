@@ -43,6 +43,13 @@ def _entries(sources: Mapping[str, Path]) -> list[tuple[str, Path]]:
         for path in _files(root):
             relative = path.relative_to(root).as_posix()
             entries.append((f"{prefix}/{relative}" if prefix else relative, path))
+    names = [name for name, _ in entries]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(
+            f"Two sources put the same files in the bundle: {duplicates[:5]}. "
+            "Allowed: each archive name once. Fix: remove one of the copies."
+        )
     return sorted(entries)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import botocore
-from aws_cdk import Duration, RemovalPolicy, Stack
+import jsii
+from aws_cdk import Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -64,11 +66,25 @@ def lambda_package() -> Path:
     return staged_directory(sources, "lambda")
 
 
+@jsii.implements(IStableAnyProducer)
+class _Produce:
+    def __init__(self, produce: Callable[[], Any]) -> None:
+        self._produce = produce
+
+    def produce(self) -> Any:
+        return self._produce()
+
+
+def _at_synth(produce: Callable[[], Any]) -> Any:
+    """A value computed when the template is rendered, after every job has registered."""
+    return Lazy.any(_Produce(produce))
+
+
 class TrainingRunner(Construct):
     """One per stack: the submit and events Lambdas, the task-token table, the event rules.
 
-    Jobs ``register``; each registration rewrites the Lambdas' job policies and the event rules'
-    filters with every job so far, so a stack of N jobs has two policies and two rules, not 2N.
+    Jobs ``register``; the Lambdas' job policies and the event rules' filters are rendered at
+    synth from every registered job, so a stack of N jobs has two policies and two rules, not 2N.
     """
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
@@ -101,9 +117,14 @@ class TrainingRunner(Construct):
             depend_on_policy_only(function, function.role)
         self._jobs: list[HeterogeneousTrainingJob] = []
         self._code_assets: dict[str, s3_assets.Asset] = {}
-        self._submit_policy = self._job_policy(self.submit_function, "SubmitJobs")
-        self._events_policy = self._job_policy(self.events_function, "EventsJobs")
+        self._submit_policy = self._job_policy(
+            self.submit_function, "SubmitJobs", lambda job: job.submit_statements
+        )
+        self._events_policy = self._job_policy(
+            self.events_function, "EventsJobs", lambda job: job.notify_statements
+        )
         self._job_rule, self._execution_rule = self._rules()
+        self._filter_events_by_job()
 
     def _function(self, name: str, handler: str, code: lambda_.Code) -> lambda_.Function:
         log_group = logs.LogGroup(
@@ -135,15 +156,25 @@ class TrainingRunner(Construct):
             },
         )
 
-    def _job_policy(self, function: lambda_.Function, construct_id: str) -> iam.CfnPolicy:
-        """The function's permissions on the registered jobs (the document is set per job)."""
+    def _job_policy(
+        self,
+        function: lambda_.Function,
+        construct_id: str,
+        statements: Callable[[HeterogeneousTrainingJob], list[permissions.Statement]],
+    ) -> iam.CfnPolicy:
+        """The function's permissions on every registered job, rendered at synth."""
         assert function.role is not None
         return iam.CfnPolicy(
             self,
             construct_id,
             policy_name=f"{construct_id}Policy",
             roles=[function.role.role_name],
-            policy_document={"Version": "2012-10-17", "Statement": []},
+            policy_document=_at_synth(
+                lambda: {
+                    "Version": "2012-10-17",
+                    "Statement": [s for job in self._jobs for s in statements(job)],
+                }
+            ),
         )
 
     def _rules(self) -> tuple[events.CfnRule, events.CfnRule]:
@@ -184,20 +215,15 @@ class TrainingRunner(Construct):
             ),
         )
 
-    def _refresh(self) -> None:
-        """Write every registered job into the policies and the rules' filters."""
-        jobs = self._jobs
-        for policy, statements in (
-            (self._submit_policy, [s for j in jobs for s in j.submit_statements]),
-            (self._events_policy, [s for j in jobs for s in j.notify_statements]),
-        ):
-            policy.policy_document = {"Version": "2012-10-17", "Statement": statements}
+    def _filter_events_by_job(self) -> None:
+        """Only this stack's jobs and state machines reach the events Lambda."""
         self._job_rule.add_property_override(
             "EventPattern.detail.TrainingJobName",
-            [{"prefix": f"{j.job_name_prefix}-"} for j in jobs],
+            _at_synth(lambda: [{"prefix": f"{j.job_name_prefix}-"} for j in self._jobs]),
         )
         self._execution_rule.add_property_override(
-            "EventPattern.detail.stateMachineArn", [j.state_machine_arn for j in jobs]
+            "EventPattern.detail.stateMachineArn",
+            _at_synth(lambda: [j.state_machine_arn for j in self._jobs]),
         )
 
     @staticmethod
@@ -235,7 +261,6 @@ class TrainingRunner(Construct):
                     "Fix: give one job another job_name_prefix."
                 )
         self._jobs.append(job)
-        self._refresh()
         reason = (
             f"Training job names are derived per execution under the prefix '{prefix}-'; the "
             "wildcard covers exactly those jobs (creation is further narrowed by condition keys "

@@ -185,6 +185,8 @@ class HeterogeneousTrainingJob(Construct):
         if source is not None and (is_token(source) or source.startswith("s3://")):
             return None
         extra = {RUNTIME_HELPER_PACKAGE: RUNTIME_HELPER} if include_helper else {}
+        if source is not None and (Path(source) / RUNTIME_HELPER_PACKAGE).exists():
+            extra = {}  # the code ships its own copy of the helper; it wins
         if source is None:
             entry = Path(spec.entry_point)
             if not entry.is_file():

@@ -326,3 +326,17 @@ def test_lone_entry_point_is_shipped_at_the_root(tmp_path: Path) -> None:
     with tarfile.open(bundle, mode="r:gz") as archive:
         assert "train.py" in archive.getnames()
         assert "jobs/train.py" not in archive.getnames()
+
+
+def test_a_bundled_helper_copy_wins_and_names_stay_unique(tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    (code / "hetero_runtime").mkdir(parents=True)
+    (code / "train.py").write_text("print('train')\n")
+    (code / "hetero_runtime" / "__init__.py").write_text("# my copy\n")
+    job = HeterogeneousTrainingJob(stack(), "Job", spec=spec(source_dir=str(code)))
+    assert job.code_asset is not None
+    with tarfile.open(source_bundle(code), mode="r:gz") as archive:
+        helper = archive.extractfile("hetero_runtime/__init__.py")
+        assert helper is not None and helper.read() == b"# my copy\n"
+    with pytest.raises(ValueError, match="same files"):
+        tar_gz_bytes({"": code, "hetero_runtime": code / "hetero_runtime"})
