@@ -88,6 +88,10 @@ def seed002(
 
 
 ON = {"enabled": True}
+MPI_ON_GROUP_2 = {
+    "mpi": {"enabled": True, "processes_per_host": 8},
+    "instance_groups": ["instance_group_2"],
+}
 MODEL_PARALLEL = {
     "smdistributed": {"modelparallel": {"enabled": True, "parameters": {}}},
     "instance_groups": ["instance_group_2"],
@@ -200,10 +204,7 @@ EXAMPLES: list[tuple[str, dict[str, Any], set[str], str]] = [
         seed002(
             PT_110,
             GROUPS_002_DISTRIBUTED,
-            distribution={
-                "mpi": {"enabled": True, "processes_per_host": 8},
-                "instance_groups": ["instance_group_2"],
-            },
+            distribution=MPI_ON_GROUP_2,
         ),
         set(),
         "MPI scoped to the one GPU group",
@@ -213,10 +214,7 @@ EXAMPLES: list[tuple[str, dict[str, Any], set[str], str]] = [
         seed002(
             TF_26,
             GROUPS_002_DISTRIBUTED,
-            distribution={
-                "mpi": {"enabled": True, "processes_per_host": 8},
-                "instance_groups": ["instance_group_2"],
-            },
+            distribution=MPI_ON_GROUP_2,
         ),
         set(),
         "MPI scoped to the one GPU group",
