@@ -230,6 +230,11 @@ _PYTORCH_ALIASES = {
 }
 
 
+def version_key(version: str) -> Version:
+    """A sort key for version strings; text that is not a version sorts first."""
+    return parse_version(version) or ()
+
+
 @lru_cache(maxsize=1)
 def _index() -> dict[tuple[Framework, str], ImageRelease]:
     index = {(r.framework, r.version): r for r in RELEASES}
@@ -240,7 +245,7 @@ def _index() -> dict[tuple[Framework, str], ImageRelease]:
         if release.framework is _TF:
             minor = ".".join(release.version.split(".")[:2])
             current = latest.get(minor)
-            if current is None or parse_version(release.version) > parse_version(current.version):  # type: ignore[operator]
+            if current is None or version_key(release.version) > version_key(current.version):
                 latest[minor] = release
     for minor, release in latest.items():
         index.setdefault((_TF, minor), release)

@@ -59,7 +59,7 @@ def one_launcher(context: RuleContext) -> Iterator[Finding]:
     """
     kinds = {entry.kind for entry in context.launchers}
     if len(context.launchers) > 1 and kinds != _SMDDP:  # that pair has its own rule
-        names = [kind.value for kind in context.spec.distribution.launcher_kinds]  # type: ignore[union-attr]
+        names = [entry.kind.value for entry in context.launchers]
         yield Finding(
             "distribution",
             "More than one launcher is enabled; the toolkit would run only one of them.",
@@ -169,7 +169,7 @@ def torch_distributed_version(context: RuleContext) -> Iterator[Finding]:
             "framework_version",
             f"torch_distributed on {kind} instances does not support this PyTorch version.",
             context.spec.framework_version,
-            ", ".join(sorted(versions, key=lambda v: catalog.parse_version(v) or ())),
+            ", ".join(sorted(versions, key=catalog.version_key)),
             "pick a listed framework_version, or pass image_uri for a custom image",
         )
     py_version = context.spec.py_version
@@ -265,7 +265,7 @@ def smddp_version(context: RuleContext) -> Iterator[Finding]:
         return
     versions = catalog.SMDDP_FRAMEWORK_VERSIONS[context.spec.framework]
     if not context.version_in(versions):
-        newest = max(versions, key=lambda v: catalog.parse_version(v) or ())
+        newest = max(versions, key=catalog.version_key)
         yield Finding(
             "framework_version",
             f"The SageMaker data parallel library ({kind.value}) is not in this "
