@@ -7,7 +7,7 @@ from typing import Any
 
 from hetero_constructs.core.context import Deployment, RuleContext, TokenPredicate, never_a_token
 from hetero_constructs.core.rules import run_rules
-from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.core.spec import SmddpCollective, TrainingSpec
 from hetero_constructs.core.violations import SpecValidationError, Violation
 
 
@@ -22,6 +22,15 @@ class Plan:
     @property
     def ok(self) -> bool:
         return not self.violations
+
+    @property
+    def smddp_collective(self) -> SmddpCollective | None:
+        """The SMDDP collective in effect: the one chosen, or the launcher's default (seed 000).
+
+        ``torch_distributed`` activates AllGather, ``pytorchddp`` and ``smdistributed`` AllReduce;
+        other launchers use none.
+        """
+        return self.context.effective_collective
 
     def request_or_raise(self, *, scope: str | None = None) -> dict[str, Any]:
         if self.request is None:

@@ -7,7 +7,7 @@ The objects only insist on field types, so that every rule can rely on them.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -454,13 +454,5 @@ class TrainingSpec:
 
     # -- derived views used by rules and the request builder --------------------------------
 
-    @property
-    def is_heterogeneous(self) -> bool:
-        """True when the cluster is declared with instance groups."""
-        return bool(self.instance_groups)
-
     def group(self, name: str) -> InstanceGroup | None:
         return next((g for g in self.instance_groups if g.name == name), None)
-
-    def channel_names(self) -> Iterable[str]:
-        return (c.name for c in self.channels)

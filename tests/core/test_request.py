@@ -379,3 +379,37 @@ def test_build_request_raises_every_violation() -> None:
         build_request(spec)
     assert {v.rule for v in raised.value.violations} == {"API-JOB-NAME", "API-STOPPING"}
     assert "2 training-spec violations" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "expected"),
+    [
+        ({}, "AllGather"),  # torch_distributed
+        (
+            {
+                "framework_version": "2.2.0",
+                "py_version": "py310",
+                "distribution": {"pytorchddp": ON, "instance_groups": ["gpu"]},
+            },
+            "AllReduce",
+        ),
+        (
+            {
+                "framework_version": "2.2.0",
+                "py_version": "py310",
+                "smddp_collective": "AllGather",
+                "distribution": {"pytorchddp": ON, "instance_groups": ["gpu"]},
+            },
+            "AllGather",
+        ),
+        ({"distribution": {"mpi": ON, "instance_groups": ["gpu"]}}, None),
+    ],
+)
+def test_collective_in_effect_follows_the_seed(
+    override: dict[str, Any], expected: str | None
+) -> None:
+    from hetero_constructs.core import plan
+
+    result = plan(spec_from_dict(spec_dict(override)))
+    assert result.ok
+    assert (result.smddp_collective.value if result.smddp_collective else None) == expected
