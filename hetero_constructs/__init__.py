@@ -1,7 +1,8 @@
 """hetero-constructs: SageMaker heterogeneous-cluster training as AWS CDK constructs.
 
 The core (spec, rules, request builder) is imported eagerly and never imports the CDK, so the
-submit Lambda can use it. The CDK constructs are loaded on first use.
+submit Lambda can use it. The CDK constructs and the training-script helper are loaded on first
+use.
 """
 
 from __future__ import annotations
@@ -31,8 +32,13 @@ from hetero_constructs.core import (
     validate,
 )
 
-# Names served by the CDK layer, imported on first access (aws_cdk takes about a second).
+# Names imported on first access: the CDK layer (aws_cdk takes about a second to import) and
+# the training-script helper.
 _LAZY: dict[str, str] = {
+    # The training-script helper (standard library only; not part of the Lambda package).
+    "Role": "hetero_constructs.runtime",
+    "TrainingEnvironment": "hetero_constructs.runtime",
+    "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.cdk.training_job",
     "TrainingRunner": "hetero_constructs.cdk.runner",
     "bucket_uri": "hetero_constructs.cdk.permissions",
@@ -46,6 +52,9 @@ if TYPE_CHECKING:
     from hetero_constructs.cdk.training_job import (
         HeterogeneousTrainingJob as HeterogeneousTrainingJob,
     )
+    from hetero_constructs.runtime import Role as Role
+    from hetero_constructs.runtime import TrainingEnvironment as TrainingEnvironment
+    from hetero_constructs.runtime import TrainingEnvironmentError as TrainingEnvironmentError
 
 
 def __getattr__(name: str) -> Any:
