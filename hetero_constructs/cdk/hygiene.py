@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnResource, Stack
+from aws_cdk import CfnResource
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
@@ -19,4 +19,4 @@ def depend_on_policy_only(resource: IConstruct, role: iam.IRole) -> None:
         return
     policy_resource = policy.node.default_child
     assert isinstance(policy_resource, CfnResource)
-    cfn.add_override("DependsOn", [Stack.of(resource).get_logical_id(policy_resource)])
+    cfn.add_override("DependsOn", [policy_resource.logical_id])  # a token, resolved at synth

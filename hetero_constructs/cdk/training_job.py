@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import Aws, Duration, RemovalPolicy, Token
+from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
@@ -49,6 +49,33 @@ _LAMBDA_ERRORS = [
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
 ]
+
+
+_DEFAULT_MARGIN_SECONDS = 6 * 3600
+
+
+@functools.cache
+def _durations(seconds: int) -> Duration:
+    """Durations are immutable values; one per process spares calls into jsii."""
+    return Duration.seconds(seconds)
+
+
+@functools.cache
+def _execution_paths() -> dict[str, str]:
+    """What every submit task passes besides the spec: input, execution and task token."""
+    return {
+        "input": sfn.JsonPath.entire_payload,
+        "executionName": sfn.JsonPath.string_at("$$.Execution.Name"),
+        "executionArn": sfn.JsonPath.string_at("$$.Execution.Id"),
+        "taskToken": sfn.JsonPath.task_token,
+    }
+
+
+@functools.cache
+def _region_facts(region: str) -> tuple[str | None, str | None]:
+    """aws-cdk-lib's DLC account and domain suffix for a concrete region."""
+    info = RegionInfo.get(region)
+    return info.dlc_repository_account, info.domain_suffix
 
 
 def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
@@ -102,9 +129,10 @@ class HeterogeneousTrainingJob(Construct):
         :param alarm_topic: SNS topic for the failed, timed-out and aborted execution alarms.
         """
         super().__init__(scope, construct_id)
+        self.path: str = self.node.path
         if schedule_input is not None and schedule is None:
             raise ValueError(
-                f"{self.node.path}: schedule_input is given without a schedule. "
+                f"{self.path}: schedule_input is given without a schedule. "
                 "Fix: pass schedule=events.Schedule.rate(...) too."
             )
         self.runner = TrainingRunner.of(scope)
@@ -117,7 +145,7 @@ class HeterogeneousTrainingJob(Construct):
             self,
             "ExecutionRole",
             assumed_by=iam.ServicePrincipal(permissions.SAGEMAKER),
-            description=f"SageMaker execution role of {self.node.path}",
+            description=f"SageMaker execution role of {self.path}",
         )
         deployment = Deployment(
             job_name=self.job_name_prefix,
@@ -130,13 +158,14 @@ class HeterogeneousTrainingJob(Construct):
         self.deployment = deployment
         result = plan(spec, deployment, is_token=is_token)
         if result.request is None:
-            raise SpecValidationError(result.violations, scope=self.node.path)
+            raise SpecValidationError(result.violations, scope=self.path)
         self.request: dict[str, Any] = result.request
         self._grant_execution_role()
 
-        margin = completion_margin or Duration.hours(6)
+        margin = completion_margin.to_seconds() if completion_margin else _DEFAULT_MARGIN_SECONDS
         longest = spec.max_wait if spec.use_spot_instances and spec.max_wait else spec.max_run
-        self.completion_timeout = Duration.seconds(int(longest) + margin.to_seconds())
+        self.completion_timeout_seconds = int(longest) + int(margin)
+        self.completion_timeout = Duration.seconds(self.completion_timeout_seconds)
         self.state_machine = self._state_machine(log_retention)
         self.runner.register(self)
         if schedule is not None:
@@ -163,7 +192,7 @@ class HeterogeneousTrainingJob(Construct):
             or sanitize_name(prefix) != prefix
         ):
             raise ValueError(
-                f"{self.node.path}: job_name_prefix {prefix!r} cannot start training job names. "
+                f"{self.path}: job_name_prefix {prefix!r} cannot start training job names. "
                 f"Allowed: 1 to {_MAX_PREFIX} letters, digits and inner hyphens, not a token "
                 "(the prefix scopes IAM and event routing at synth). "
                 f"Fix: e.g. {sanitize_name(prefix)[:_MAX_PREFIX] or 'nightly-training'!r}."
@@ -207,13 +236,13 @@ class HeterogeneousTrainingJob(Construct):
             return None
         stack = self.runner.stack
         account: str | None
-        if Token.is_unresolved(region):
+        if is_token(region):
             account = stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
             suffix = Aws.URL_SUFFIX
         else:
-            info = RegionInfo.get(region)
-            account = info.dlc_repository_account or catalog.DLC_ACCOUNTS.get(region)
-            suffix = info.domain_suffix or "amazonaws.com"
+            fact_account, fact_suffix = _region_facts(region)
+            account = fact_account or catalog.DLC_ACCOUNTS.get(region)
+            suffix = fact_suffix or "amazonaws.com"
             if account is None:
                 return None  # FW-REGION explains
         self._dlc_account = account
@@ -378,7 +407,7 @@ class HeterogeneousTrainingJob(Construct):
         return self.arns.state_machine(self.state_machine_name)
 
     def _state_machine(self, log_retention: logs.RetentionDays) -> sfn.StateMachine:
-        ttl = int(self.completion_timeout.to_seconds()) + 24 * 3600
+        ttl = self.completion_timeout_seconds + 24 * 3600
         submit = tasks.LambdaInvoke(
             self,
             "Run training job",
@@ -391,10 +420,7 @@ class HeterogeneousTrainingJob(Construct):
                     "deployment": self._deployment_payload(),
                     "jobNamePrefix": self.job_name_prefix,
                     "tokenTtlSeconds": ttl,
-                    "input": sfn.JsonPath.entire_payload,
-                    "executionName": sfn.JsonPath.string_at("$$.Execution.Name"),
-                    "executionArn": sfn.JsonPath.string_at("$$.Execution.Id"),
-                    "taskToken": sfn.JsonPath.task_token,
+                    **_execution_paths(),
                 }
             ),
             task_timeout=sfn.Timeout.duration(self.completion_timeout),
@@ -403,14 +429,14 @@ class HeterogeneousTrainingJob(Construct):
         )
         submit.add_retry(
             errors=_LAMBDA_ERRORS,
-            interval=Duration.seconds(2),
+            interval=_durations(2),
             backoff_rate=2,
             max_attempts=6,
             jitter_strategy=sfn.JitterType.FULL,
         )
         submit.add_retry(
             errors=["SageMakerThrottled"],
-            interval=Duration.seconds(5),
+            interval=_durations(5),
             backoff_rate=2,
             max_attempts=8,
             jitter_strategy=sfn.JitterType.FULL,
@@ -436,7 +462,7 @@ class HeterogeneousTrainingJob(Construct):
             "Resource",
             state_machine_name=self.state_machine_name,
             definition_body=sfn.DefinitionBody.from_chainable(definition),
-            timeout=self.completion_timeout.plus(Duration.hours(1)),
+            timeout=Duration.seconds(self.completion_timeout_seconds + 3600),
             tracing_enabled=True,
             logs=sfn.LogOptions(
                 destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True
@@ -469,7 +495,7 @@ class HeterogeneousTrainingJob(Construct):
             self,
             "Schedule",
             schedule=schedule,
-            description=f"Starts {self.node.path} on a schedule",
+            description=f"Starts {self.path} on a schedule",
             targets=[
                 targets.SfnStateMachine(
                     self.state_machine,
@@ -488,7 +514,7 @@ class HeterogeneousTrainingJob(Construct):
             if reading.spec is not None:
                 violations += plan(reading.spec, self.deployment, is_token=is_token).violations
         if violations:
-            raise SpecValidationError(violations, scope=f"{self.node.path} {what}")
+            raise SpecValidationError(violations, scope=f"{self.path} {what}")
 
     def _alarms(self, topic: sns.ITopic | None) -> list[cloudwatch.CfnAlarm]:
         """Alarms on failed, timed-out and aborted executions (5-minute sums, missing = OK)."""
@@ -506,7 +532,7 @@ class HeterogeneousTrainingJob(Construct):
                 threshold=1,
                 comparison_operator="GreaterThanOrEqualToThreshold",
                 treat_missing_data="notBreaching",
-                alarm_description=f"A training run of {self.node.path} ended {outcome}",
+                alarm_description=f"A training run of {self.path} ended {outcome}",
                 alarm_actions=actions,
             )
             for metric, outcome in (
