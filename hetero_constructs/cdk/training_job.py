@@ -147,12 +147,14 @@ class HeterogeneousTrainingJob(Construct):
             assumed_by=iam.ServicePrincipal(permissions.SAGEMAKER),
             description=f"SageMaker execution role of {self.path}",
         )
+        # The DLC account is kept apart: as a token it cannot be parsed back out of the URI.
+        dlc_image, self._image_account = (None, None) if spec.image_uri else self._dlc_image(spec)
         deployment = Deployment(
             job_name=self.job_name_prefix,
             role_arn=self.role.role_arn,
             region=self.arns.region,
             submit_directory=self.code_asset.s3_object_url if self.code_asset else None,
-            dlc_image_uri=None if spec.image_uri else self._dlc_image(spec),
+            dlc_image_uri=dlc_image,
         )
         self.spec = spec
         self.deployment = deployment
@@ -228,12 +230,12 @@ class HeterogeneousTrainingJob(Construct):
             bundle = source_bundle(Path(source), extra)
         return self.runner.code_asset(bundle)
 
-    def _dlc_image(self, spec: TrainingSpec) -> str | None:
-        """The region's Deep Learning Container, from aws-cdk-lib's region facts."""
+    def _dlc_image(self, spec: TrainingSpec) -> tuple[str | None, str | None]:
+        """The region's Deep Learning Container and its account, from aws-cdk-lib's facts."""
         region = self.arns.region
         context = RuleContext(spec, Deployment(region=region), is_token)
         if spec.framework_version is None or spec.py_version is None:
-            return None
+            return None, None
         stack = self.runner.stack
         account: str | None
         if is_token(region):
@@ -244,11 +246,11 @@ class HeterogeneousTrainingJob(Construct):
             account = fact_account or catalog.DLC_ACCOUNTS.get(region)
             suffix = fact_suffix or "amazonaws.com"
             if account is None:
-                return None  # FW-REGION explains
-        self._dlc_account = account
-        return (
+                return None, None  # FW-REGION explains
+        uri = (
             f"{account}.dkr.ecr.{region}.{suffix}/{image_repository(context)}:{image_tag(context)}"
         )
+        return uri, account
 
     # -- permissions -----------------------------------------------------------------------------
 
@@ -269,7 +271,7 @@ class HeterogeneousTrainingJob(Construct):
             *permissions.s3_read(arns, reads),
             *permissions.s3_write(arns, writes),
             *permissions.logs_and_metrics(arns, self.job_name_prefix),
-            *permissions.image_pull(arns, image, getattr(self, "_dlc_account", None)),
+            *permissions.image_pull(arns, image, self._image_account),
         ]
         if spec.subnets:
             statements += permissions.vpc_interfaces(arns, spec.subnets, spec.security_group_ids)

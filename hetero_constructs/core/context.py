@@ -38,7 +38,6 @@ class Deployment:
     # The Deep Learning Container resolved by the deployment (the constructs use aws-cdk-lib's
     # region facts). Unlike the spec's image_uri it is still a DLC: version rules apply.
     dlc_image_uri: str | None = None
-    output_path: str | None = None
 
 
 class RuleContext:
@@ -70,7 +69,7 @@ class RuleContext:
 
     @cached_property
     def output_path(self) -> str | None:
-        return self.deployment.output_path or self.spec.output_path
+        return self.spec.output_path
 
     @cached_property
     def explicit_image_uri(self) -> str | None:
