@@ -574,6 +574,3 @@ def _summary(request: dict[str, Any]) -> dict[str, Any]:
         "TrainingImage": request["AlgorithmSpecification"]["TrainingImage"],
     }
 
-
-if __name__ == "__main__":
-    sys.exit(main())
