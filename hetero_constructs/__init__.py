@@ -31,6 +31,7 @@ from hetero_constructs.core import (
     spec_from_dict,
     validate,
 )
+from hetero_constructs.core.lifecycle import Errors as TrainingErrors
 
 # Names imported on first access: the CDK layer (aws_cdk takes about a second to import) and
 # the training-script helper.
@@ -40,6 +41,7 @@ _LAZY: dict[str, str] = {
     "TrainingEnvironment": "hetero_constructs.runtime",
     "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.cdk.training_job",
+    "HeterogeneousTrainingTask": "hetero_constructs.cdk.task",
     "TrainingRunner": "hetero_constructs.cdk.runner",
     "bucket_uri": "hetero_constructs.cdk.permissions",
     "normalized_template": "hetero_constructs.cdk.testing",
@@ -48,6 +50,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from hetero_constructs.cdk.permissions import bucket_uri as bucket_uri
     from hetero_constructs.cdk.runner import TrainingRunner as TrainingRunner
+    from hetero_constructs.cdk.task import HeterogeneousTrainingTask as HeterogeneousTrainingTask
     from hetero_constructs.cdk.testing import normalized_template as normalized_template
     from hetero_constructs.cdk.training_job import (
         HeterogeneousTrainingJob as HeterogeneousTrainingJob,
@@ -76,6 +79,7 @@ __all__ = [
     "SmddpCollective",
     "SpecValidationError",
     "TrainingChannel",
+    "TrainingErrors",
     "TrainingSpec",
     "Violation",
     "build_request",

@@ -1,66 +1,144 @@
-"""Events Lambda: finishes waiting tasks and stops orphaned jobs.
+"""Lifecycle Lambda: finishes waiting tasks, stops orphaned jobs, and reconciles.
 
-- "SageMaker Training Job State Change" (Completed, Failed, Stopped): send the waiting task its
-  success (job ARN, model artifacts, statuses, times) or failure (SageMaker's FailureReason).
-- "Step Functions Execution Status Change" (ABORTED, TIMED_OUT, FAILED): stop the execution's
-  training job, so that no instance keeps running for an execution that is gone.
+- "SageMaker Training Job State Change" (Completed, Failed, Stopped): settle the job: its
+  waiting task gets its success or failure (the job is described again: the event is a hint).
+- "Step Functions Execution Status Change" (ABORTED, TIMED_OUT, FAILED): stop every job of that
+  execution, so that no instance keeps running for an execution that is gone.
+- The schedule (``{"action": "reconcile"}``): converge whatever events were lost. A waiting
+  task whose job has ended is settled; a job whose execution is no longer running is stopped; a
+  job item whose job was never created is forgotten.
+- ``{"action": "replay-dead-letters"}``: process the events that failed before (the dead-letter
+  queue), once the cause is fixed.
+
+Every path is idempotent and safe to run concurrently with the others.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from typing import Any
 
 import boto3
+import control
 import outcome
 import token_store
 from botocore.exceptions import ClientError
 
 from hetero_constructs.core import lifecycle
 
+# A job item without its job is left alone this long: the submit Lambda may still be creating it.
+CREATION_GRACE_SECONDS = 15 * 60
 
-def on_training_job_change(detail: dict[str, Any], dynamodb: Any, stepfunctions: Any) -> str:
-    name = detail["TrainingJobName"]
-    if detail.get("TrainingJobStatus") not in outcome.TERMINAL:
-        return "ignored: not terminal"
-    token = token_store.task_token(dynamodb, name)
-    if token is None:
-        return "ignored: no waiting task"
+
+def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
     try:
-        status = outcome.report(stepfunctions, token, detail)
+        return dict(sagemaker.describe_training_job(TrainingJobName=name))
     except ClientError as error:
-        # The execution ended meanwhile (aborted, timed out): nothing is waiting any more.
-        if error.response.get("Error", {}).get("Code") not in ("TaskTimedOut", "TaskDoesNotExist"):
-            raise
-        status = "task gone"
-    token_store.forget_job(dynamodb, name)
-    return f"reported {status}"
+        if outcome.error_code(error) in ("ValidationException", "ResourceNotFound"):
+            return None
+        raise
 
 
-def on_execution_end(detail: dict[str, Any], dynamodb: Any, sagemaker: Any) -> str:
-    if detail.get("status") not in lifecycle.STOPPING_EXECUTION_STATUSES:
-        return "ignored: status"
-    name = token_store.job_of_execution(dynamodb, detail["executionArn"])
-    if name is None:
-        return "ignored: no job"
+def _stop(sagemaker: Any, name: str) -> str:
     try:
         sagemaker.stop_training_job(TrainingJobName=name)
     except ClientError as error:
-        # Already finished or stopping: nothing to do.
-        if error.response.get("Error", {}).get("Code") not in (
-            "ValidationException",
-            "ResourceNotFound",
-        ):
+        # Already finished or stopping, or not created (yet): nothing to stop now.
+        if outcome.error_code(error) not in ("ValidationException", "ResourceNotFound"):
             raise
         return f"not running: {name}"
     return f"stopped {name}"
 
 
-def handler(event: dict[str, Any], context: Any = None) -> str:
-    detail = event.get("detail", {})
+def on_training_job_change(detail: dict[str, Any], dynamodb: Any) -> str:
+    name = detail.get("TrainingJobName")
+    if not isinstance(name, str) or detail.get("TrainingJobStatus") not in outcome.TERMINAL:
+        return "ignored: not terminal"
+    item = token_store.get_job(dynamodb, name)
+    if item is None:
+        return "ignored: no waiting task"  # not ours, or already settled (a duplicate event)
+    job = _describe(control.client(item.role_arn, "sagemaker"), name)
+    if job is None or job.get("TrainingJobStatus") not in outcome.TERMINAL:
+        return "ignored: not ended yet"
+    stepfunctions = control.client(item.role_arn, "stepfunctions")
+    return f"reported {outcome.settle(dynamodb, stepfunctions, item, job)}"
+
+
+def on_execution_end(detail: dict[str, Any], dynamodb: Any) -> str:
+    if detail.get("status") not in lifecycle.STOPPING_EXECUTION_STATUSES:
+        return "ignored: status"
+    execution_arn = detail.get("executionArn")
+    if not isinstance(execution_arn, str):
+        return "ignored: no execution"
+    items = token_store.jobs_of_execution(dynamodb, execution_arn)
+    if not items:
+        return "ignored: no job"
+    # The job items stay: the jobs' Stopped events (or the reconciler) settle them.
+    return "; ".join(_stop(control.client(i.role_arn, "sagemaker"), i.name) for i in items)
+
+
+def reconcile(dynamodb: Any, now: float | None = None) -> dict[str, int]:
+    """One pass over every unsettled job; returns what it did, by kind."""
+    now = time.time() if now is None else now
+    done = {"settled": 0, "stopped": 0, "forgotten": 0, "running": 0}
+    for item in token_store.all_jobs(dynamodb):
+        sagemaker = control.client(item.role_arn, "sagemaker")
+        stepfunctions = control.client(item.role_arn, "stepfunctions")
+        job = _describe(sagemaker, item.name)
+        if job is None:
+            if now - item.created_at > CREATION_GRACE_SECONDS:
+                token_store.forget_job(dynamodb, item.name)  # the job was never created
+                done["forgotten"] += 1
+            continue
+        if job.get("TrainingJobStatus") in outcome.TERMINAL:
+            outcome.settle(dynamodb, stepfunctions, item, job)
+            done["settled"] += 1
+        elif not outcome.execution_running(stepfunctions, item.execution_arn):
+            if job.get("TrainingJobStatus") == "InProgress":
+                _stop(sagemaker, item.name)
+                done["stopped"] += 1
+        else:
+            done["running"] += 1
+    return done
+
+
+def replay_dead_letters(dynamodb: Any, max_messages: int = 1000) -> dict[str, int]:
+    """Process the dead-lettered events again; each is deleted once it went through."""
+    sqs = boto3.client("sqs")
+    queue = os.environ["DEAD_LETTER_QUEUE"]
+    done = {"replayed": 0, "failed": 0}
+    while done["replayed"] + done["failed"] < max_messages:
+        messages = sqs.receive_message(
+            QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=60
+        ).get("Messages", [])
+        if not messages:
+            break
+        for message in messages:
+            try:
+                dispatch(json.loads(message["Body"]), dynamodb)
+            except Exception:  # left in the queue, visible again after its timeout
+                done["failed"] += 1
+                continue
+            sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+            done["replayed"] += 1
+    return done
+
+
+def dispatch(event: dict[str, Any], dynamodb: Any) -> Any:
+    detail = event.get("detail") or {}
     if event.get("source") == lifecycle.JOB_EVENT_SOURCE:
-        return on_training_job_change(
-            detail, boto3.client("dynamodb"), boto3.client("stepfunctions")
-        )
+        return on_training_job_change(detail, dynamodb)
     if event.get("source") == lifecycle.EXECUTION_EVENT_SOURCE:
-        return on_execution_end(detail, boto3.client("dynamodb"), boto3.client("sagemaker"))
+        return on_execution_end(detail, dynamodb)
+    action = event.get("action")
+    if action == "reconcile":
+        return reconcile(dynamodb)
+    if action == "replay-dead-letters":
+        return replay_dead_letters(dynamodb)
     return "ignored: source"
+
+
+def handler(event: dict[str, Any], context: Any = None) -> Any:
+    return dispatch(event, boto3.client("dynamodb"))

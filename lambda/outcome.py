@@ -1,47 +1,109 @@
-"""Reporting a finished training job to the waiting state-machine task."""
+"""Reporting a finished training job to its waiting task, exactly once in effect.
+
+``settle`` is shared by the events handler, the reconciler and a resumed submit: it records the
+end in the job's slot, sends the task its success or failure, then forgets the job. Sending twice
+is harmless (the second finds the task gone), and a crash between the steps is finished by the
+next event or reconcile pass, because the job item is deleted last.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+import token_store
+from botocore.exceptions import ClientError
+
 from hetero_constructs.core import lifecycle
 
 TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
-_REPORTED = (
-    "TrainingJobName",
-    "TrainingJobArn",
-    "TrainingJobStatus",
-    "SecondaryStatus",
-    "ModelArtifacts",
-    "CreationTime",
-    "TrainingStartTime",
-    "TrainingEndTime",
-    "LastModifiedTime",
-    "BillableTimeInSeconds",
-    "FailureReason",
-)
 MAX_CAUSE = 32768
+_TASK_GONE = ("TaskDoesNotExist", "TaskTimedOut", "InvalidToken")
+# A slot outlives its jobs: it is kept for the longest a run can retry (28-day jobs and more).
+SLOT_TTL_SECONDS = 60 * 24 * 3600
 
 
-def _plain(value: Any) -> Any:
-    """Times from DescribeTrainingJob are datetimes; events carry strings or numbers."""
-    return value.isoformat() if hasattr(value, "isoformat") else value
+def error_code(error: ClientError) -> str:
+    return str(error.response.get("Error", {}).get("Code", ""))
 
 
-def summary(job: dict[str, Any]) -> dict[str, Any]:
-    return {key: _plain(job[key]) for key in _REPORTED if key in job}
+def send_failure(stepfunctions: Any, task_token: str, error: str, cause: dict[str, Any]) -> str:
+    """Fail the task with an error name and a JSON cause (cut to Step Functions' limit)."""
+    text = json.dumps(cause, default=str)
+    if len(text) > MAX_CAUSE:
+        text = json.dumps({**{k: cause.get(k) for k in list(cause)[:4]}, "truncated": True})
+    try:
+        stepfunctions.send_task_failure(taskToken=task_token, error=error, cause=text)
+    except ClientError as failure:
+        if error_code(failure) not in _TASK_GONE:
+            raise
+        return "task gone"
+    return error
 
 
-def report(stepfunctions: Any, task_token: str, job: dict[str, Any]) -> str:
-    """Send task success for a completed job, task failure with its reason otherwise."""
-    status = job.get("TrainingJobStatus")
-    details = summary(job)
-    if status == "Completed":
-        stepfunctions.send_task_success(taskToken=task_token, output=json.dumps(details))
-    else:
-        error = "TrainingJobStopped" if status == "Stopped" else "TrainingJobFailed"
-        reason = job.get("FailureReason") or f"training job {status}"
-        cause = json.dumps({**details, "FailureReason": reason})[:MAX_CAUSE]
-        stepfunctions.send_task_failure(taskToken=task_token, error=error, cause=cause)
-    return str(status)
+def execution_running(stepfunctions: Any, execution_arn: str) -> bool:
+    """Whether the execution still runs (a job of an ended execution has no reader)."""
+    try:
+        status = stepfunctions.describe_execution(executionArn=execution_arn).get("status")
+    except ClientError as failure:
+        if error_code(failure) == "ExecutionDoesNotExist":
+            return False
+        raise
+    return bool(status == "RUNNING")
+
+
+def report(
+    stepfunctions: Any, task_token: str, job: dict[str, Any], attempt: int, variant: int
+) -> str:
+    """Success with the task output for a completed job, the failure's error name otherwise."""
+    if job.get("TrainingJobStatus") == "Completed":
+        output = lifecycle.task_output(job, attempt, variant)
+        try:
+            stepfunctions.send_task_success(
+                taskToken=task_token, output=json.dumps(output, default=str)
+            )
+        except ClientError as failure:
+            if error_code(failure) not in _TASK_GONE:
+                raise
+            return "task gone"
+        return "Completed"
+    cause = lifecycle.failure_cause(job, Attempt=attempt, Variant=variant)
+    return send_failure(stepfunctions, task_token, lifecycle.failure_error(job), cause)
+
+
+def settle(
+    dynamodb: Any, stepfunctions: Any, item: token_store.JobItem, job: dict[str, Any]
+) -> str:
+    """Record, report and forget a job that has ended (``job`` as DescribeTrainingJob gives it)."""
+    capacity = (
+        job.get("TrainingJobStatus") != "Completed"
+        and lifecycle.failure_error(job) == lifecycle.Errors.CAPACITY
+    )
+    slot = token_store.get_slot(dynamodb, item.slot)
+    # A settle repeated after a crash must not count the same failure twice.
+    counted = slot is not None and slot.job == item.name and slot.reported
+    failures = (slot.capacity_failures if slot else 0) + (1 if capacity and not counted else 0)
+
+    def record(reported: bool) -> None:
+        token_store.put_slot(
+            dynamodb,
+            token_store.SlotItem(
+                item.slot,
+                item.name,
+                item.attempt,
+                item.variant,
+                reported,
+                failures if reported else (slot.capacity_failures if slot else 0),
+            ),
+            SLOT_TTL_SECONDS,
+            only_if_job=item.name,
+        )
+
+    record(True)
+    status = report(stepfunctions, item.task_token, job, item.attempt, item.variant)
+    if status == "task gone":
+        # Nobody heard it (the task was between two of its attempts): the next attempt's
+        # submit finds the job unreported and reports it then, instead of creating another.
+        record(False)
+    token_store.forget_job(dynamodb, item.name)
+    return status

@@ -1,93 +1,322 @@
-"""Submit Lambda: merge the execution's overrides, validate again, create the training job.
+"""Submit Lambda: validate the execution's overrides, name the attempt, create its job.
 
-Invoked by the state machine with ``lambda:invoke.waitForTaskToken``. The task completes later,
-when the job's "SageMaker Training Job State Change" event reaches ``events.handler``. The
-package carries the core (the same rules as at synth) and the botocore SageMaker model the spec
-was validated against (``AWS_DATA_PATH``), so the runtime's boto3 version does not matter.
+Invoked by a training task with ``lambda:invoke.waitForTaskToken``. The task completes later,
+when the job's end reaches ``events.handler`` (or the reconciler). Failures the state machine can
+act on are sent as task failures with the ``HeteroTraining.*`` error names; transient ones are
+raised so that the task's own retry runs the submission again.
+
+Idempotent per attempt: a retried invocation finds the job its slot already has (an earlier
+invocation created it, then failed to return) and continues it instead of creating a second.
+The package carries the core (the same rules as at synth) and the botocore SageMaker model the
+spec was validated against (``AWS_DATA_PATH``).
 """
 
 from __future__ import annotations
 
-import json
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import control
 import outcome
 import token_store
 from botocore.exceptions import ClientError
 
+from hetero_constructs.core import lifecycle
 from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.naming import RunSlot, attempt_job_name
 from hetero_constructs.core.overrides import apply_overrides
 from hetero_constructs.core.plan import plan
 from hetero_constructs.core.spec_file import read_spec
 from hetero_constructs.core.violations import Violation
 
-THROTTLING = frozenset(
+TRANSIENT = frozenset(
     {
         "ThrottlingException",
         "Throttling",
         "TooManyRequestsException",
         "RequestLimitExceeded",
         "ProvisionedThroughputExceededException",
+        "InternalFailure",
+        "InternalServerError",
+        "ServiceUnavailable",
+        "ServiceUnavailableException",
     }
 )
 
 
+class Throttled(Exception):
+    """Throttled or a transient service error after the SDK's own retries: retry the task."""
+
+
+# Lambda reports an exception's class name as the error Step Functions matches.
+Throttled.__name__ = Throttled.__qualname__ = lifecycle.Errors.THROTTLED
+
+
+@dataclass(frozen=True)
+class Run:
+    """What the task passes besides the spec: the execution, the state entry, the token."""
+
+    slot: RunSlot
+    retry_count: int
+    task_token: str
+    control_role: str
+    runner_id: str
+    ttl_seconds: int
+
+    @staticmethod
+    def of(event: dict[str, Any]) -> Run:
+        context = event["context"]
+        return Run(
+            slot=RunSlot(
+                execution_arn=context["executionArn"],
+                execution_start=str(context.get("executionStartTime", "")),
+                state_name=str(context.get("stateName", "")),
+                state_entered=str(context.get("stateEnteredTime", "")),
+                job_key=str(event.get("jobKey") or ""),
+            ),
+            retry_count=int(context.get("retryCount") or 0),
+            task_token=context["taskToken"],
+            control_role=event["controlRoleArn"],
+            runner_id=event["runnerId"],
+            ttl_seconds=int(event["tokenTtlSeconds"]),
+        )
+
+
 class InvalidOverrides(Exception):
-    """The execution input breaks the spec; the message lists every violation (JSON)."""
+    def __init__(self, violations: tuple[Violation, ...] | list[Violation]) -> None:
+        super().__init__("the execution input breaks the spec")
+        self.violations = list(violations)
 
 
-class SageMakerThrottled(Exception):
-    """SageMaker throttled the call after the SDK's own retries; the state machine retries."""
-
-
-def _clients() -> tuple[Any, Any, Any]:
-    return boto3.client("sagemaker"), boto3.client("dynamodb"), boto3.client("stepfunctions")
-
-
-def _invalid(violations: tuple[Violation, ...] | list[Violation]) -> InvalidOverrides:
-    return InvalidOverrides(json.dumps({"violations": [v.to_dict() for v in violations]}))
-
-
-def prepare(event: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The job name and request for this execution, or ``InvalidOverrides``."""
+def prepare(event: dict[str, Any], name_of: Any) -> dict[str, Any]:
+    """The attempt's request, named by ``name_of(prefix)``, or ``InvalidOverrides``."""
     overridden = apply_overrides(event["spec"], event.get("input"))
     if overridden.violations:
-        raise _invalid(overridden.violations)
+        raise InvalidOverrides(overridden.violations)
     reading = read_spec(overridden.spec)
     if reading.spec is None:
-        raise _invalid(reading.violations)
+        raise InvalidOverrides(reading.violations)
     prefix = event["jobNamePrefix"]
     if overridden.job_name_prefix:
         prefix = f"{prefix}-{overridden.job_name_prefix}"
-    name = execution_job_name(prefix, event["executionName"])
-    deployment = Deployment(job_name=name, **event["deployment"])
+    deployment = Deployment(job_name=name_of(prefix), **event["deployment"])
     result = plan(reading.spec, deployment)
     if result.request is None:
-        raise _invalid([*reading.violations, *result.violations])
-    return name, result.request
+        raise InvalidOverrides([*reading.violations, *result.violations])
+    return result.request
+
+
+def _marker_tags(run: Run, attempt: int) -> dict[str, str]:
+    return {
+        lifecycle.TAG_RUNNER: run.runner_id,
+        lifecycle.TAG_EXECUTION: run.slot.execution_arn,
+        lifecycle.TAG_SLOT: run.slot.digest,
+        lifecycle.TAG_ATTEMPT: str(attempt),
+    }
+
+
+def _with_markers(request: dict[str, Any], run: Run, attempt: int) -> dict[str, Any]:
+    markers = _marker_tags(run, attempt)
+    user_tags = [t for t in request.get("Tags", []) if t["Key"] not in markers]
+    return {**request, "Tags": [*user_tags, *({"Key": k, "Value": v} for k, v in markers.items())]}
+
+
+def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
+    try:
+        return dict(sagemaker.describe_training_job(TrainingJobName=name))
+    except ClientError as error:
+        if outcome.error_code(error) in ("ValidationException", "ResourceNotFound"):
+            return None
+        raise
+
+
+def _is_ours(sagemaker: Any, job: dict[str, Any], run: Run, attempt: int, request: Any) -> bool:
+    """Created by this very attempt: its marker tags, role and output are ours."""
+    tags = sagemaker.list_tags(ResourceArn=job["TrainingJobArn"]).get("Tags", [])
+    found = {t["Key"]: t["Value"] for t in tags}
+    markers = _marker_tags(run, attempt)
+    same_markers = all(found.get(key) == value for key, value in markers.items())
+    if request is None:
+        return same_markers
+    return (
+        same_markers
+        and job.get("RoleArn") == request.get("RoleArn")
+        and job.get("OutputDataConfig", {}).get("S3OutputPath")
+        == request["OutputDataConfig"]["S3OutputPath"]
+    )
+
+
+class Submission:
+    """One invocation: its clients, its run, and the steps of an attempt."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        self.event = event
+        self.run = Run.of(event)
+        self.dynamodb = boto3.client("dynamodb")
+        self.sagemaker = control.client(self.run.control_role, "sagemaker")
+        self.stepfunctions = control.client(self.run.control_role, "stepfunctions")
+
+    def fail(self, error: str, cause: dict[str, Any]) -> dict[str, Any]:
+        outcome.send_failure(self.stepfunctions, self.run.task_token, error, cause)
+        return {"failed": error, **cause}
+
+    def resume(self, slot: token_store.SlotItem) -> dict[str, Any] | None:
+        """Continue the slot's job when an earlier invocation created it and it is unreported.
+
+        A job that completed is never run again: if its success was already reported (and this
+        invocation is a retry that crossed it), it is reported once more to this attempt.
+        """
+        if slot.job is None:
+            return None
+        if slot.reported:
+            done = _describe(self.sagemaker, slot.job)
+            if done is None or done.get("TrainingJobStatus") != "Completed":
+                return None  # it failed: this is a retry, which gets a new attempt
+            run = self.run
+            outcome.report(self.stepfunctions, run.task_token, done, slot.attempt, slot.variant)
+            return {"TrainingJobName": slot.job, "resumed": True}
+        job = _describe(self.sagemaker, slot.job)
+        if job is None or not _is_ours(self.sagemaker, job, self.run, slot.attempt, None):
+            return None  # the earlier invocation never created it: start a new attempt
+        item = token_store.JobItem(
+            slot.job,
+            self.run.task_token,
+            self.run.slot.execution_arn,
+            self.run.slot.digest,
+            slot.attempt,
+            slot.variant,
+            self.run.control_role,
+            int(time.time()),
+        )
+        token_store.put_job(self.dynamodb, item, self.run.ttl_seconds)
+        if job.get("TrainingJobStatus") in outcome.TERMINAL:
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
+        return {"TrainingJobName": slot.job, "resumed": True}
+
+    def submit(self) -> dict[str, Any]:
+        run = self.run
+        previous = token_store.get_slot(self.dynamodb, run.slot.digest)
+        if previous is not None:
+            resumed = self.resume(previous)
+            if resumed is not None:
+                return resumed
+        attempt = run.retry_count
+        failures = previous.capacity_failures if previous else 0
+        variant = 0
+        name_holder: list[str] = []
+
+        def name_of(prefix: str) -> str:
+            name_holder.append(attempt_job_name(prefix, run.slot, attempt))
+            return name_holder[-1]
+
+        try:
+            request = prepare(self.event, name_of)
+        except InvalidOverrides as invalid:
+            return self.fail(
+                lifecycle.Errors.INVALID_OVERRIDES,
+                {
+                    "TrainingJobName": None,
+                    "TrainingJobStatus": None,
+                    "SecondaryStatus": None,
+                    "FailureReason": "The execution input breaks the spec; no job was created.",
+                    "violations": [v.to_dict() for v in invalid.violations[:50]],
+                },
+            )
+        name = name_holder[-1]
+        request = _with_markers(request, run, attempt)
+        token_store.put_slot(
+            self.dynamodb,
+            token_store.SlotItem(run.slot.digest, name, attempt, variant, False, failures),
+            outcome.SLOT_TTL_SECONDS,
+        )
+        item = token_store.JobItem(
+            name,
+            run.task_token,
+            run.slot.execution_arn,
+            run.slot.digest,
+            attempt,
+            variant,
+            run.control_role,
+            int(time.time()),
+        )
+        token_store.put_job(self.dynamodb, item, run.ttl_seconds)
+        try:
+            self.sagemaker.create_training_job(**request)
+        except ClientError as error:
+            return self.create_failed(error, item, request, failures)
+        except Exception:
+            token_store.forget_job(self.dynamodb, name)
+            raise
+        self.stop_if_orphaned(name)
+        return {"TrainingJobName": name, "attempt": attempt, "variant": variant}
+
+    def create_failed(
+        self,
+        error: ClientError,
+        item: token_store.JobItem,
+        request: dict[str, Any],
+        failures: int,
+    ) -> dict[str, Any]:
+        code = outcome.error_code(error)
+        if code == "ResourceInUse":
+            job = _describe(self.sagemaker, item.name)
+            if job is not None and _is_ours(self.sagemaker, job, self.run, item.attempt, request):
+                if job.get("TrainingJobStatus") in outcome.TERMINAL:
+                    outcome.settle(self.dynamodb, self.stepfunctions, item, job)
+                return {"TrainingJobName": item.name, "alreadySubmitted": True}
+            token_store.forget_job(self.dynamodb, item.name)
+            return self.fail(
+                lifecycle.Errors.JOB_NAME_TAKEN,
+                {
+                    "TrainingJobName": item.name,
+                    "TrainingJobStatus": job.get("TrainingJobStatus") if job else None,
+                    "SecondaryStatus": job.get("SecondaryStatus") if job else None,
+                    "FailureReason": "A training job with this run's name exists and was not "
+                    "created by this run; it is not adopted.",
+                },
+            )
+        token_store.forget_job(self.dynamodb, item.name)
+        if code in TRANSIENT:
+            raise Throttled(str(error)) from error
+        cause = {
+            "TrainingJobName": item.name,
+            "TrainingJobStatus": None,
+            "SecondaryStatus": None,
+            "FailureReason": f"CreateTrainingJob: {code}: {error}",
+        }
+        if code == "ResourceLimitExceeded":
+            # A quota is per instance type: the next attempt moves to the next fallback.
+            token_store.put_slot(
+                self.dynamodb,
+                token_store.SlotItem(
+                    item.slot, item.name, item.attempt, item.variant, True, failures + 1
+                ),
+                outcome.SLOT_TTL_SECONDS,
+                only_if_job=item.name,
+            )
+            return self.fail(lifecycle.Errors.RESOURCE_LIMIT, cause)
+        return self.fail(lifecycle.Errors.TRAINING_FAILED, cause)
+
+    def stop_if_orphaned(self, name: str) -> None:
+        """The execution may have ended while the job was being created: stop the job then."""
+        if outcome.execution_running(self.stepfunctions, self.run.slot.execution_arn):
+            return
+        item = token_store.get_job(self.dynamodb, name)
+        if item is not None and item.task_token != self.run.task_token:
+            return  # a retried invocation of this attempt now waits for the job
+        try:
+            self.sagemaker.stop_training_job(TrainingJobName=name)
+        except ClientError as error:
+            if outcome.error_code(error) not in ("ValidationException", "ResourceNotFound"):
+                raise
 
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
-    name, request = prepare(event)
-    sagemaker, dynamodb, stepfunctions = _clients()
-    token_store.remember(
-        dynamodb, name, event["taskToken"], event["executionArn"], int(event["tokenTtlSeconds"])
-    )
     try:
-        sagemaker.create_training_job(**request)
+        return Submission(event).submit()
     except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        if code in THROTTLING:
-            raise SageMakerThrottled(str(error)) from error
-        if code != "ResourceInUse":
-            raise
-        # A retried invocation: the job already exists, so it counts as submitted. If it has
-        # already finished, its state-change event is gone: report it now.
-        job = sagemaker.describe_training_job(TrainingJobName=name)
-        if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.report(stepfunctions, event["taskToken"], job)
-            token_store.forget_job(dynamodb, name)
-        return {"TrainingJobName": name, "alreadySubmitted": True}
-    return {"TrainingJobName": name, "alreadySubmitted": False}
+        if outcome.error_code(error) in TRANSIENT:
+            raise Throttled(str(error)) from error
+        raise

@@ -1,58 +1,160 @@
-"""The task-token table: job name -> task token, execution ARN -> job name.
+"""The run table: what the Lambdas remember between a job's creation and its end.
 
-Items expire through DynamoDB TTL (``expires_at``), a little after the longest the job can take.
+- ``job#{name}``: a job of ours that is not settled yet: its waiting task's token, execution,
+  slot, attempt and control role. Written BEFORE the job is created and deleted only once the
+  job's end is reported (or the job is known never to have been created), so the reconciler
+  finds every job that could still be running. The ``byExecution`` index finds an execution's
+  jobs when it ends.
+- ``slot#{digest}``: one entry of a task: its current job, attempt, whether that job's end was
+  reported, and how many capacity failures it had (which fallback variant runs next).
+
+Items expire through DynamoDB TTL (``expires_at``), a day after the longest a job can take.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
-JOB_PREFIX = "job#"
-EXECUTION_PREFIX = "execution#"
+from botocore.exceptions import ClientError
+
+JOB = "job#"
+SLOT = "slot#"
+EXECUTION_INDEX = "byExecution"
 
 
 def table_name() -> str:
     return os.environ["TOKEN_TABLE"]
 
 
-def remember(
-    dynamodb: Any, job_name: str, task_token: str, execution_arn: str, ttl_seconds: int
-) -> None:
-    """Store the token under the job name, and the job name under the execution ARN.
+@dataclass(frozen=True)
+class JobItem:
+    name: str
+    task_token: str
+    execution_arn: str
+    slot: str
+    attempt: int
+    variant: int
+    role_arn: str
+    created_at: int
 
-    A retried submit overwrites both: a retried task state carries a new task token.
-    """
-    expires_at = int(time.time()) + ttl_seconds
-    items = (
-        {
-            "pk": {"S": JOB_PREFIX + job_name},
-            "task_token": {"S": task_token},
-            "execution_arn": {"S": execution_arn},
-        },
-        {"pk": {"S": EXECUTION_PREFIX + execution_arn}, "job_name": {"S": job_name}},
-    )
-    for item in items:
-        item["expires_at"] = {"N": str(expires_at)}
-        dynamodb.put_item(TableName=table_name(), Item=item)
-
-
-def task_token(dynamodb: Any, job_name: str) -> str | None:
-    item = dynamodb.get_item(
-        TableName=table_name(), Key={"pk": {"S": JOB_PREFIX + job_name}}, ConsistentRead=True
-    ).get("Item")
-    return item["task_token"]["S"] if item else None
+    @staticmethod
+    def parse(item: dict[str, Any]) -> JobItem:
+        return JobItem(
+            name=item["pk"]["S"].removeprefix(JOB),
+            task_token=item["task_token"]["S"],
+            execution_arn=item["execution_arn"]["S"],
+            slot=item["slot"]["S"],
+            attempt=int(item["attempt"]["N"]),
+            variant=int(item.get("variant", {}).get("N", "0")),
+            role_arn=item["role_arn"]["S"],
+            created_at=int(item.get("created_at", {}).get("N", "0")),
+        )
 
 
-def job_of_execution(dynamodb: Any, execution_arn: str) -> str | None:
-    item = dynamodb.get_item(
+@dataclass(frozen=True)
+class SlotItem:
+    digest: str
+    job: str | None
+    attempt: int
+    variant: int
+    reported: bool
+    capacity_failures: int
+
+    @staticmethod
+    def parse(item: dict[str, Any]) -> SlotItem:
+        return SlotItem(
+            digest=item["pk"]["S"].removeprefix(SLOT),
+            job=item.get("job", {}).get("S"),
+            attempt=int(item.get("attempt", {}).get("N", "0")),
+            variant=int(item.get("variant", {}).get("N", "0")),
+            reported=bool(item.get("reported", {}).get("BOOL", False)),
+            capacity_failures=int(item.get("capacity_failures", {}).get("N", "0")),
+        )
+
+
+def put_job(dynamodb: Any, job: JobItem, ttl_seconds: int) -> None:
+    """Remember a job (and its waiting task); a retried submit overwrites the token."""
+    dynamodb.put_item(
         TableName=table_name(),
-        Key={"pk": {"S": EXECUTION_PREFIX + execution_arn}},
-        ConsistentRead=True,
+        Item={
+            "pk": {"S": JOB + job.name},
+            "task_token": {"S": job.task_token},
+            "execution_arn": {"S": job.execution_arn},
+            "slot": {"S": job.slot},
+            "attempt": {"N": str(job.attempt)},
+            "variant": {"N": str(job.variant)},
+            "role_arn": {"S": job.role_arn},
+            "created_at": {"N": str(job.created_at or int(time.time()))},
+            "expires_at": {"N": str(int(time.time()) + ttl_seconds)},
+        },
+    )
+
+
+def get_job(dynamodb: Any, name: str) -> JobItem | None:
+    item = dynamodb.get_item(
+        TableName=table_name(), Key={"pk": {"S": JOB + name}}, ConsistentRead=True
     ).get("Item")
-    return item["job_name"]["S"] if item else None
+    return JobItem.parse(item) if item else None
 
 
-def forget_job(dynamodb: Any, job_name: str) -> None:
-    dynamodb.delete_item(TableName=table_name(), Key={"pk": {"S": JOB_PREFIX + job_name}})
+def forget_job(dynamodb: Any, name: str) -> None:
+    dynamodb.delete_item(TableName=table_name(), Key={"pk": {"S": JOB + name}})
+
+
+def jobs_of_execution(dynamodb: Any, execution_arn: str) -> list[JobItem]:
+    pages = dynamodb.get_paginator("query").paginate(
+        TableName=table_name(),
+        IndexName=EXECUTION_INDEX,
+        KeyConditionExpression="execution_arn = :arn",
+        ExpressionAttributeValues={":arn": {"S": execution_arn}},
+    )
+    return [JobItem.parse(item) for page in pages for item in page.get("Items", [])]
+
+
+def all_jobs(dynamodb: Any) -> list[JobItem]:
+    """Every unsettled job (the reconciler's view); the table holds only live runs."""
+    pages = dynamodb.get_paginator("scan").paginate(
+        TableName=table_name(),
+        FilterExpression="begins_with(pk, :job)",
+        ExpressionAttributeValues={":job": {"S": JOB}},
+        ConsistentRead=True,
+    )
+    return [JobItem.parse(item) for page in pages for item in page.get("Items", [])]
+
+
+def get_slot(dynamodb: Any, digest: str) -> SlotItem | None:
+    item = dynamodb.get_item(
+        TableName=table_name(), Key={"pk": {"S": SLOT + digest}}, ConsistentRead=True
+    ).get("Item")
+    return SlotItem.parse(item) if item else None
+
+
+def put_slot(
+    dynamodb: Any, slot: SlotItem, ttl_seconds: int, *, only_if_job: str | None = None
+) -> bool:
+    """Write the slot; with ``only_if_job``, only while that job is still the slot's current one
+    (an old job's late report never rewinds a newer attempt). False when the condition failed."""
+    item: dict[str, Any] = {
+        "pk": {"S": SLOT + slot.digest},
+        "attempt": {"N": str(slot.attempt)},
+        "variant": {"N": str(slot.variant)},
+        "reported": {"BOOL": slot.reported},
+        "capacity_failures": {"N": str(slot.capacity_failures)},
+        "expires_at": {"N": str(int(time.time()) + ttl_seconds)},
+    }
+    if slot.job is not None:
+        item["job"] = {"S": slot.job}
+    arguments: dict[str, Any] = {"TableName": table_name(), "Item": item}
+    if only_if_job is not None:
+        arguments["ConditionExpression"] = "attribute_not_exists(pk) OR job = :job"
+        arguments["ExpressionAttributeValues"] = {":job": {"S": only_if_job}}
+    try:
+        dynamodb.put_item(**arguments)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+            return False
+        raise
+    return True

@@ -2,7 +2,14 @@
 
 from hetero_constructs.cdk.permissions import bucket_uri
 from hetero_constructs.cdk.runner import TrainingRunner
+from hetero_constructs.cdk.task import HeterogeneousTrainingTask
 from hetero_constructs.cdk.testing import normalized_template
 from hetero_constructs.cdk.training_job import HeterogeneousTrainingJob
 
-__all__ = ["HeterogeneousTrainingJob", "TrainingRunner", "bucket_uri", "normalized_template"]
+__all__ = [
+    "HeterogeneousTrainingJob",
+    "HeterogeneousTrainingTask",
+    "TrainingRunner",
+    "bucket_uri",
+    "normalized_template",
+]

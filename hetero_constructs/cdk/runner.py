@@ -1,33 +1,42 @@
-"""What all training jobs of a stack share: the submit and events Lambdas and the token table."""
+"""What every training task of a stack shares: the Lambdas, the run table, the event rules.
+
+One ``TrainingRunner`` per stack serves every state machine that contains a training task (the
+library's own ``HeterogeneousTrainingJob`` state machines and the user's). Its policies do not
+grow with the number of jobs: each task has a small control role holding what its jobs need,
+which the shared Lambdas assume (see ``HeterogeneousTrainingTask``). The event rules match on
+the tag every job of this runner carries, not on a list of jobs, so their patterns stay small.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import botocore
 import jsii
 from aws_cdk import Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
-from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.cdk import nag, permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
-from hetero_constructs.cdk.packaging import staged_directory
+from hetero_constructs.cdk.lambda_bundle import lambda_package
 from hetero_constructs.core import lifecycle
-from hetero_constructs.handlers import lambda_source
 
 if TYPE_CHECKING:
-    from hetero_constructs.cdk.training_job import HeterogeneousTrainingJob
-
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+    from hetero_constructs.cdk.task import HeterogeneousTrainingTask
 
 
 def newest_python_runtime() -> lambda_.Runtime:
@@ -44,26 +53,8 @@ def newest_python_runtime() -> lambda_.Runtime:
 RUNTIME = newest_python_runtime()
 _ID = "HeteroTrainingRunner"
 _DATA_PATH = "botocore_data"
-# Finding the stack's runner costs calls into jsii; jobs under one scope share the answer.
+# Finding the stack's runner costs calls into jsii; tasks under one scope share the answer.
 _RUNNERS: dict[int, tuple[Construct, TrainingRunner]] = {}
-
-
-def lambda_package() -> Path:
-    """The handlers, the core they validate with, and the SageMaker model the core reads.
-
-    The botocore model file is the one this synth validated against; ``AWS_DATA_PATH`` makes the
-    Lambda's botocore load it instead of whatever version the runtime ships.
-    """
-    model_dir = Path(botocore.__file__).parent / "data" / "sagemaker"
-    versions = sorted(p for p in model_dir.iterdir() if p.is_dir())
-    model = next(versions[-1].glob("service-2.json*"))
-    sources = {
-        **{path.name: path for path in sorted(lambda_source().glob("*.py"))},
-        "hetero_constructs/__init__.py": PACKAGE_ROOT / "__init__.py",
-        "hetero_constructs/core": PACKAGE_ROOT / "core",
-        f"{_DATA_PATH}/sagemaker/{versions[-1].name}/{model.name}": model,
-    }
-    return staged_directory(sources, "lambda")
 
 
 @jsii.implements(IStableAnyProducer)
@@ -75,27 +66,97 @@ class _Produce:
         return self._produce()
 
 
-def _at_synth(produce: Callable[[], Any]) -> Any:
-    """A value computed when the template is rendered, after every job has registered."""
+def at_synth(produce: Callable[[], Any]) -> Any:
+    """A value computed when the template is rendered, after every task has registered."""
     return Lazy.any(_Produce(produce))
 
 
-class TrainingRunner(Construct):
-    """One per stack: the submit and events Lambdas, the task-token table, the event rules.
+class ContainingStateMachine:
+    """A state machine that contains a training task: its ARN, its executions, its path."""
 
-    Jobs ``register``; the Lambdas' job policies and the event rules' filters are rendered at
-    synth from every registered job, so a stack of N jobs has two policies and two rules, not 2N.
+    def __init__(self, arn: str, executions: str, path: str) -> None:
+        self.arn = arn
+        self.executions = executions
+        self.path = path
+
+
+class TrainingRunner(Construct):
+    """One per stack: the submit and lifecycle Lambdas, the run table, rules, queue and alarms.
+
+    Create it yourself before the jobs to choose its options; otherwise the first training task
+    of the stack creates it with the defaults.
     """
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str = _ID,
+        *,
+        reconcile_interval: Duration | None = None,
+        alarm_topic: sns.ITopic | None = None,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        log_encryption_key: kms.IKey | None = None,
+    ) -> None:
+        """
+        :param reconcile_interval: how often the reconciler converges lost events; default
+            5 minutes (a lost event costs at most this much, never hours of instances).
+        :param alarm_topic: SNS topic for the runner's alarms (dead letters, Lambda errors).
+        :param log_retention: retention of the shared state-machine and Lambda log groups.
+        :param log_encryption_key: KMS key for those log groups (the key must allow the logs
+            service; the runner adds that statement to keys it can change).
+        """
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.stack = stack
         self.arns = permissions.Arns.of(stack)
         self.nag_ids = nag.NagIds(stack, [self.arns.partition, self.arns.region, self.arns.account])
-        self.table = dynamodb.Table(
+        self.alarm_topic = alarm_topic
+        self.log_retention = log_retention
+        self.log_encryption_key = log_encryption_key
+        self.runner_id = self._runner_id()
+        self.control_role_path = f"/hetero-constructs/{self.runner_id}/"
+        self._tasks: list[HeterogeneousTrainingTask] = []
+        self._code_assets: dict[str, s3_assets.Asset] = {}
+        self._containing: dict[str, list[ContainingStateMachine]] | None = None
+        self._state_machine_role: iam.Role | None = None
+        self._state_machine_logs: logs.LogGroup | None = None
+
+        self.table = self._table()
+        self.dead_letters = self._dead_letter_queue()
+        # A __pycache__ would change the asset hash from one synth to the next.
+        code = lambda_.Code.from_asset(
+            str(lambda_package()), exclude=["**/__pycache__", "**/*.pyc"]
+        )
+        self.submit_function = self._function("Submit", "submit.handler", code)
+        self.events_function = self._function(
+            "Events", "events.handler", code, dead_letter_queue=self.dead_letters
+        )
+        self._grant_shared()
+        self._rules(reconcile_interval or Duration.minutes(5))
+        self.alarms = self._alarms()
+        self.invoke_statements = [
+            iam.PolicyStatement(
+                actions=["lambda:InvokeFunction"],
+                resources=[
+                    self.submit_function.function_arn,
+                    f"{self.submit_function.function_arn}:*",
+                ],
+            )
+        ]
+
+    def _runner_id(self) -> str:
+        """A short id of this runner: job tags and control-role paths name it."""
+        name = self.stack.stack_name
+        readable = "".join(c if c.isalnum() or c == "-" else "-" for c in name)[:24].strip("-")
+        digest = hashlib.sha256(self.node.path.encode()).hexdigest()[:8]
+        return f"{readable or 'stack'}-{digest}"
+
+    # -- shared resources -----------------------------------------------------------------------
+
+    def _table(self) -> dynamodb.Table:
+        table = dynamodb.Table(
             self,
-            "TaskTokens",
+            "Runs",
             partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             encryption=dynamodb.TableEncryption.AWS_MANAGED,
@@ -105,32 +166,39 @@ class TrainingRunner(Construct):
             time_to_live_attribute="expires_at",
             removal_policy=RemovalPolicy.DESTROY,
         )
-        # A __pycache__ would change the asset hash from one synth to the next.
-        code = lambda_.Code.from_asset(
-            str(lambda_package()), exclude=["**/__pycache__", "**/*.pyc"]
+        table.add_global_secondary_index(
+            index_name="byExecution",
+            partition_key=dynamodb.Attribute(
+                name="execution_arn", type=dynamodb.AttributeType.STRING
+            ),
+            projection_type=dynamodb.ProjectionType.ALL,
         )
-        self.submit_function = self._function("Submit", "submit.handler", code)
-        self.events_function = self._function("Events", "events.handler", code)
-        for function in (self.submit_function, self.events_function):
-            self.table.grant_read_write_data(function)
-            assert function.role is not None
-            depend_on_policy_only(function, function.role)
-        self._jobs: list[HeterogeneousTrainingJob] = []
-        self._code_assets: dict[str, s3_assets.Asset] = {}
-        self._submit_policy = self._job_policy(
-            self.submit_function, "SubmitJobs", lambda job: job.submit_statements
-        )
-        self._events_policy = self._job_policy(
-            self.events_function, "EventsJobs", lambda job: job.notify_statements
-        )
-        self._job_rule, self._execution_rule = self._rules()
-        self._filter_events_by_job()
+        return table
 
-    def _function(self, name: str, handler: str, code: lambda_.Code) -> lambda_.Function:
+    def _dead_letter_queue(self) -> sqs.Queue:
+        """Events that could not be processed wait here (14 days) to be replayed."""
+        return sqs.Queue(
+            self,
+            "DeadLetters",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+
+    def _function(
+        self,
+        name: str,
+        handler: str,
+        code: lambda_.Code,
+        *,
+        dead_letter_queue: sqs.IQueue | None = None,
+    ) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
             f"{name}Logs",
-            retention=logs.RetentionDays.THREE_MONTHS,
+            retention=self.log_retention,
+            encryption_key=self.log_encryption_key,
             removal_policy=RemovalPolicy.DESTROY,
         )
         role = iam.Role(
@@ -140,7 +208,13 @@ class TrainingRunner(Construct):
             description=f"hetero-constructs {name.lower()} Lambda",
         )
         log_group.grant_write(role)
-        return lambda_.Function(
+        environment = {
+            "TOKEN_TABLE": self.table.table_name,
+            "AWS_DATA_PATH": f"/var/task/{_DATA_PATH}",
+        }
+        if dead_letter_queue is not None:
+            environment["DEAD_LETTER_QUEUE"] = dead_letter_queue.queue_url
+        function = lambda_.Function(
             self,
             f"{name}Function",
             runtime=RUNTIME,
@@ -148,83 +222,216 @@ class TrainingRunner(Construct):
             code=code,
             role=role,
             log_group=log_group,
-            timeout=Duration.seconds(60),
+            timeout=Duration.seconds(60 if name == "Submit" else 300),
             memory_size=256,
-            environment={
-                "TOKEN_TABLE": self.table.table_name,
-                "AWS_DATA_PATH": f"/var/task/{_DATA_PATH}",
-            },
+            tracing=lambda_.Tracing.ACTIVE,
+            environment=environment,
+            dead_letter_queue=dead_letter_queue,
+            retry_attempts=2 if dead_letter_queue is not None else None,
         )
+        return function
 
-    def _job_policy(
-        self,
-        function: lambda_.Function,
-        construct_id: str,
-        statements: Callable[[HeterogeneousTrainingJob], list[permissions.Statement]],
-    ) -> iam.CfnPolicy:
-        """The function's permissions on every registered job, rendered at synth."""
-        assert function.role is not None
-        return iam.CfnPolicy(
-            self,
-            construct_id,
-            policy_name=f"{construct_id}Policy",
-            roles=[function.role.role_name],
-            policy_document=_at_synth(
-                lambda: {
-                    "Version": "2012-10-17",
-                    "Statement": [s for job in self._jobs for s in statements(job)],
-                }
+    def _grant_shared(self) -> None:
+        """What the shared Lambdas need whatever the number of jobs: their items, the roles."""
+        table, index = self.table.table_arn, f"{self.table.table_arn}/index/*"
+        item_actions = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+        assume = permissions.allow(["sts:AssumeRole"], [self.control_roles_arn])
+        submit = [permissions.allow(item_actions, [table]), assume]
+        lifecycle_statements = [
+            permissions.allow([*item_actions, "dynamodb:Scan"], [table]),
+            permissions.allow(["dynamodb:Query"], [index]),
+            assume,
+            permissions.allow(
+                ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
+                [self.dead_letters.queue_arn],
+            ),
+        ]
+        for function, statements in (
+            (self.submit_function, submit),
+            (self.events_function, lifecycle_statements),
+        ):
+            role = function.role
+            assert role is not None
+            for statement in statements:
+                role.add_to_principal_policy(iam.PolicyStatement.from_json(statement))
+            depend_on_policy_only(function, role)
+            nag.Acknowledgments(role, self.nag_ids).wildcards(
+                "The shared Lambdas assume the control roles of this runner's training tasks "
+                f"(path {self.control_role_path}), each of which holds one task's permissions.",
+                resources=[self.control_roles_arn],
+            ).wildcards(
+                "The run table's index is queried for an execution's jobs.",
+                resources=[index] if function is self.events_function else [],
+            ).wildcards(
+                "Lambda X-Ray tracing (PutTraceSegments, PutTelemetryRecords) supports only '*'.",
+                resources=["*"],
+            ).record()
+
+    @property
+    def control_roles_arn(self) -> str:
+        return f"arn:{self.arns.partition}:iam::{self.arns.account}:role{self.control_role_path}*"
+
+    @property
+    def lambda_role_arns(self) -> list[str]:
+        roles = [self.submit_function.role, self.events_function.role]
+        return [role.role_arn for role in roles if role is not None]
+
+    def _rules(self, reconcile_interval: Duration) -> None:
+        """Job ends (tagged with this runner), execution ends, and the reconcile schedule."""
+        target = events.CfnRule.TargetProperty(
+            arn=self.events_function.function_arn,
+            id="Lifecycle",
+            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(
+                arn=self.dead_letters.queue_arn
+            ),
+            retry_policy=events.CfnRule.RetryPolicyProperty(
+                maximum_event_age_in_seconds=24 * 3600, maximum_retry_attempts=8
             ),
         )
-
-    def _rules(self) -> tuple[events.CfnRule, events.CfnRule]:
-        """Job ends (by prefix) and execution ends (by state machine) reach the events Lambda."""
-        target = targets.LambdaFunction(
-            self.events_function, retry_attempts=8, max_event_age=Duration.hours(24)
-        )
-
-        def rule(
-            construct_id: str,
-            description: str,
-            source: str,
-            detail_type: str,
-            detail: dict[str, Any],
-        ) -> events.CfnRule:
-            pattern = events.EventPattern(source=[source], detail_type=[detail_type], detail=detail)
-            created = events.Rule(
-                self, construct_id, description=description, event_pattern=pattern, targets=[target]
+        patterns = {
+            "JobStateChange": (
+                "Settles the waiting task of a training run when its job ends",
+                {
+                    "source": [lifecycle.JOB_EVENT_SOURCE],
+                    "detail-type": [lifecycle.JOB_EVENT_TYPE],
+                    "detail": {
+                        "TrainingJobStatus": list(lifecycle.TERMINAL_JOB_STATUSES),
+                        "Tags": {lifecycle.TAG_RUNNER: [self.runner_id]},
+                    },
+                },
+            ),
+            "ExecutionEnd": (
+                "Stops the training jobs of an aborted, timed-out or failed execution",
+                {
+                    "source": [lifecycle.EXECUTION_EVENT_SOURCE],
+                    "detail-type": [lifecycle.EXECUTION_EVENT_TYPE],
+                    "detail": {"status": list(lifecycle.STOPPING_EXECUTION_STATUSES)},
+                },
+            ),
+        }
+        rules: list[events.CfnRule] = []
+        for construct_id, (description, pattern) in patterns.items():
+            rules.append(
+                events.CfnRule(
+                    self,
+                    construct_id,
+                    description=description,
+                    event_pattern=pattern,
+                    targets=[target],
+                )
             )
-            cfn = created.node.default_child
-            assert isinstance(cfn, events.CfnRule)
-            return cfn
-
-        return (
-            rule(
-                "JobStateChange",
-                "Ends the waiting task of a training run when its job ends",
-                lifecycle.JOB_EVENT_SOURCE,
-                lifecycle.JOB_EVENT_TYPE,
-                {"TrainingJobStatus": list(lifecycle.TERMINAL_JOB_STATUSES)},
-            ),
-            rule(
-                "ExecutionEnd",
-                "Stops the training job of an aborted, timed-out or failed run",
-                lifecycle.EXECUTION_EVENT_SOURCE,
-                lifecycle.EXECUTION_EVENT_TYPE,
-                {"status": list(lifecycle.STOPPING_EXECUTION_STATUSES)},
-            ),
+        schedule_target = events.CfnRule.TargetProperty(
+            arn=self.events_function.function_arn,
+            id="Reconcile",
+            input=json.dumps({"action": "reconcile"}),
+            dead_letter_config=target.dead_letter_config,
+            retry_policy=target.retry_policy,
+        )
+        rules.append(
+            events.CfnRule(
+                self,
+                "Reconcile",
+                description="Converges training runs whatever events were lost",
+                schedule_expression=f"rate({int(reconcile_interval.to_minutes())} minutes)",
+                targets=[schedule_target],
+            )
+        )
+        for rule in rules:
+            lambda_.CfnPermission(
+                self,
+                f"{rule.node.id}Invoke",
+                action="lambda:InvokeFunction",
+                function_name=self.events_function.function_arn,
+                principal="events.amazonaws.com",
+                source_arn=rule.attr_arn,
+            )
+        self.dead_letters.add_to_resource_policy(
+            iam.PolicyStatement(
+                actions=["sqs:SendMessage"],
+                principals=[iam.ServicePrincipal("events.amazonaws.com")],
+                resources=[self.dead_letters.queue_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": [r.attr_arn for r in rules]}},
+            )
         )
 
-    def _filter_events_by_job(self) -> None:
-        """Only this stack's jobs and state machines reach the events Lambda."""
-        self._job_rule.add_property_override(
-            "EventPattern.detail.TrainingJobName",
-            _at_synth(lambda: [{"prefix": f"{j.job_name_prefix}-"} for j in self._jobs]),
-        )
-        self._execution_rule.add_property_override(
-            "EventPattern.detail.stateMachineArn",
-            _at_synth(lambda: [j.state_machine_arn for j in self._jobs]),
-        )
+    def _alarms(self) -> list[cloudwatch.CfnAlarm]:
+        """Dead-lettered events, and errors of either Lambda (missing data is OK)."""
+        actions = [self.alarm_topic.topic_arn] if self.alarm_topic is not None else None
+
+        def alarm(construct_id: str, description: str, **metric: Any) -> cloudwatch.CfnAlarm:
+            return cloudwatch.CfnAlarm(
+                self,
+                construct_id,
+                statistic="Maximum" if metric["metric_name"].startswith("Approx") else "Sum",
+                period=300,
+                evaluation_periods=1,
+                threshold=1,
+                comparison_operator="GreaterThanOrEqualToThreshold",
+                treat_missing_data="notBreaching",
+                alarm_description=description,
+                alarm_actions=actions,
+                **metric,
+            )
+
+        return [
+            alarm(
+                "DeadLettersAlarm",
+                "Training-run events failed and wait in the dead-letter queue; replay them "
+                "once the cause is fixed (README: Reliability)",
+                namespace="AWS/SQS",
+                metric_name="ApproximateNumberOfMessagesVisible",
+                dimensions=[{"name": "QueueName", "value": self.dead_letters.queue_name}],
+            ),
+            *(
+                alarm(
+                    f"{function.node.id}ErrorsAlarm",
+                    f"The training runner's {function.node.id} Lambda failed",
+                    namespace="AWS/Lambda",
+                    metric_name="Errors",
+                    dimensions=[{"name": "FunctionName", "value": function.function_name}],
+                )
+                for function in (self.submit_function, self.events_function)
+            ),
+        ]
+
+    # -- shared by the library's own state machines -------------------------------------------
+
+    @property
+    def state_machine_role(self) -> iam.Role:
+        """One role for every ``HeterogeneousTrainingJob`` state machine of the stack."""
+        if self._state_machine_role is None:
+            role = iam.Role(
+                self,
+                "StateMachineRole",
+                assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
+                description="hetero-constructs training state machines",
+            )
+            nag.Acknowledgments(role, self.nag_ids).wildcards(
+                "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support "
+                "only '*'.",
+                resources=["*"],
+            ).wildcards(
+                "The training task invokes the submit function's versions and aliases too.",
+                resources=[f"{self.submit_function.function_arn}:*"],
+            ).record()
+            self._state_machine_role = role
+        return self._state_machine_role
+
+    @property
+    def state_machine_logs(self) -> logs.LogGroup:
+        """One log group for the stack's training state machines (unless a job has its own)."""
+        if self._state_machine_logs is None:
+            self._state_machine_logs = logs.LogGroup(
+                self,
+                "StateMachineLogs",
+                log_group_name=f"/aws/vendedlogs/states/{self.runner_id}",
+                retention=self.log_retention,
+                encryption_key=self.log_encryption_key,
+                removal_policy=RemovalPolicy.DESTROY,
+            )
+        return self._state_machine_logs
+
+    # -- tasks ----------------------------------------------------------------------------------
 
     @staticmethod
     def of(scope: Construct) -> TrainingRunner:
@@ -239,7 +446,7 @@ class TrainingRunner(Construct):
         return runner
 
     def code_asset(self, bundle: Path) -> s3_assets.Asset:
-        """The asset of a code bundle; jobs that ship the same bytes share one asset."""
+        """The asset of a code bundle; tasks that ship the same bytes share one asset."""
         asset_id = f"Code{bundle.parent.name[:12]}"
         existing = self._code_assets.get(asset_id)
         if existing is None:
@@ -248,28 +455,85 @@ class TrainingRunner(Construct):
             )
         return existing
 
-    def register(self, job: HeterogeneousTrainingJob) -> None:
-        """Let the Lambdas act on the job's prefix; prefixes must not shadow each other."""
-        prefix = job.job_name_prefix
-        for other in self._jobs:
+    def register(self, task: HeterogeneousTrainingTask) -> None:
+        """Serve a task; job-name prefixes must not shadow each other within the app."""
+        prefix = task.job_name_prefix
+        for other in _app_tasks(self):
             known = other.job_name_prefix
             if f"{prefix}-".startswith(f"{known}-") or f"{known}-".startswith(f"{prefix}-"):
                 raise ValueError(
-                    f"{job.node.path}: job name prefix '{prefix}' overlaps '{known}' of "
+                    f"{task.node.path}: job name prefix '{prefix}' overlaps '{known}' of "
                     f"{other.node.path}; job names, IAM scoping and event routing would mix the "
-                    "two jobs. Allowed: prefixes where neither is the other plus '-...'. "
-                    "Fix: give one job another job_name_prefix."
+                    "two. Allowed: prefixes where neither is the other plus '-...' within one "
+                    "app. Fix: give one of them another job_name_prefix."
                 )
-        self._jobs.append(job)
-        reason = (
-            f"Training job names are derived per execution under the prefix '{prefix}-'; the "
-            "wildcard covers exactly those jobs (creation is further narrowed by condition keys "
-            "to what the spec declares)."
-        )
-        # One scope for both job policies: the finding and its reason are the same.
-        nag.Acknowledgments(self, self.nag_ids).wildcards(
-            reason, resources=[self.arns.training_jobs(prefix)]
-        ).record()
+        self._tasks.append(task)
+        self._containing = None
+
+    @property
+    def tasks(self) -> tuple[HeterogeneousTrainingTask, ...]:
+        return tuple(self._tasks)
+
+    def containing_state_machines(
+        self, task: HeterogeneousTrainingTask
+    ) -> list[ContainingStateMachine]:
+        """The state machines of the stack whose definition contains ``task`` (found at synth)."""
+        if self._containing is None:
+            self._containing = self._discover()
+        return self._containing.get(task.marker, [])
+
+    def _discover(self) -> dict[str, list[ContainingStateMachine]]:
+        found: dict[str, list[ContainingStateMachine]] = {}
+        markers = [task.marker for task in self._tasks]
+        for construct in self.stack.node.find_all():
+            if not isinstance(construct, sfn.CfnStateMachine):
+                continue
+            text = "".join(_strings(self.stack.resolve(construct.definition_string)))
+            contained = [marker for marker in markers if marker in text]
+            if not contained:
+                continue
+            machine = self._machine(construct)
+            for marker in contained:
+                found.setdefault(marker, []).append(machine)
+        return found
+
+    def _machine(self, cfn: sfn.CfnStateMachine) -> ContainingStateMachine:
+        name = cfn.state_machine_name
+        if name is None or _is_token(name):
+            name, arn = cfn.attr_name, cfn.attr_arn
+        else:
+            # A literal name gives the ARN without a reference (no dependency on the resource).
+            arn = self.arns.state_machine(name)
+        executions = self.arns.arn("states", f"execution:{name}:*")
+        return ContainingStateMachine(arn, executions, cfn.node.path)
 
 
-__all__ = ["RUNTIME", "TrainingRunner", "lambda_package"]
+def _is_token(value: str) -> bool:
+    return "${Token[" in value
+
+
+def _strings(node: Any) -> Iterator[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, list):
+        for item in node:
+            yield from _strings(item)
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from _strings(item)
+
+
+def _app_tasks(runner: TrainingRunner) -> Iterator[HeterogeneousTrainingTask]:
+    """Every task registered with any runner of the same app (prefixes are app-wide)."""
+    root = runner.node.root
+    seen: set[int] = set()
+    for _, other in list(_RUNNERS.values()):
+        if id(other) in seen or other.node.root is not root:
+            continue
+        seen.add(id(other))
+        yield from other.tasks
+    if id(runner) not in seen:
+        yield from runner.tasks
+
+
+__all__ = ["RUNTIME", "TrainingRunner", "at_synth", "lambda_package"]

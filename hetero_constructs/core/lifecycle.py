@@ -1,6 +1,13 @@
-"""The events that end a training run, shared by the event rules and the Lambda handlers."""
+"""How a training run ends: events, error names and the task's output.
+
+Shared by the constructs (event rules, retries, documentation) and the Lambda handlers (which
+report outcomes), so that the names a state machine matches on are defined in one place.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 JOB_EVENT_SOURCE = "aws.sagemaker"
 JOB_EVENT_TYPE = "SageMaker Training Job State Change"
@@ -11,3 +18,145 @@ EXECUTION_EVENT_SOURCE = "aws.states"
 EXECUTION_EVENT_TYPE = "Step Functions Execution Status Change"
 # An execution that ends so leaves its job without a reader: the job is stopped.
 STOPPING_EXECUTION_STATUSES = ("ABORTED", "TIMED_OUT", "FAILED")
+
+# Tags every job a run creates carries: who created it, so that nothing adopts another's job.
+TAG_RUNNER = "hetero-constructs:runner"
+TAG_EXECUTION = "hetero-constructs:execution"
+TAG_SLOT = "hetero-constructs:slot"
+TAG_ATTEMPT = "hetero-constructs:attempt"
+
+# Keys Step Functions itself adds to an execution's input; they are never overrides.
+SERVICE_INPUT_PREFIX = "AWS_STEP_FUNCTIONS_"
+
+ERROR_PREFIX = "HeteroTraining."
+
+
+class Errors:
+    """The error names a training task fails with (``add_retry`` / ``add_catch`` match them).
+
+    Every failure's cause is a JSON object with ``TrainingJobName``, ``TrainingJobStatus``,
+    ``SecondaryStatus`` and ``FailureReason`` (plus ``violations`` for invalid overrides).
+    """
+
+    #: The job could not get its instances: FailureReason starts with ``CapacityError``, or the
+    #: job was stopped while still pending for capacity (MaxPendingTime, spot MaxWaitTime).
+    CAPACITY = f"{ERROR_PREFIX}CapacityError"
+    #: CreateTrainingJob answered ``ResourceLimitExceeded`` (an account quota); no job exists.
+    RESOURCE_LIMIT = f"{ERROR_PREFIX}ResourceLimitExceeded"
+    #: The job failed for any other reason (algorithm or client error); cause: FailureReason.
+    TRAINING_FAILED = f"{ERROR_PREFIX}TrainingFailed"
+    #: The job reached its maximum runtime (``max_run``) and was stopped by SageMaker.
+    MAX_RUNTIME = f"{ERROR_PREFIX}MaxRuntimeExceeded"
+    #: The job was stopped by someone else (StopTrainingJob outside this run).
+    STOPPED = f"{ERROR_PREFIX}Stopped"
+    #: The execution input broke a rule; no job was created. Cause: the violations.
+    INVALID_OVERRIDES = f"{ERROR_PREFIX}InvalidOverrides"
+    #: A job with this run's name exists and was not created by this run; nothing is adopted.
+    JOB_NAME_TAKEN = f"{ERROR_PREFIX}JobNameTaken"
+    #: SageMaker or DynamoDB throttled the submission beyond the SDK's retries (retried).
+    THROTTLED = f"{ERROR_PREFIX}Throttled"
+
+    ALL = (
+        CAPACITY,
+        RESOURCE_LIMIT,
+        TRAINING_FAILED,
+        MAX_RUNTIME,
+        STOPPED,
+        INVALID_OVERRIDES,
+        JOB_NAME_TAKEN,
+        THROTTLED,
+    )
+    #: What a capacity retry retries: no instances, or no quota. Never a training failure.
+    CAPACITY_RETRYABLE = (CAPACITY, RESOURCE_LIMIT)
+
+
+_PENDING = ("Starting", "Pending", "LaunchingMLInstances")
+
+
+def failure_error(job: Mapping[str, Any]) -> str:
+    """The error name of a job that ended without completing (DescribeTrainingJob shape)."""
+    reason = str(job.get("FailureReason") or "")
+    secondary = job.get("SecondaryStatus")
+    if reason.startswith("CapacityError") or secondary == "MaxWaitTimeExceeded":
+        return Errors.CAPACITY
+    if secondary == "MaxRuntimeExceeded":
+        return Errors.MAX_RUNTIME
+    if job.get("TrainingJobStatus") == "Stopped":
+        return Errors.CAPACITY if _stopped_while_pending(job) else Errors.STOPPED
+    return Errors.TRAINING_FAILED
+
+
+def _stopped_while_pending(job: Mapping[str, Any]) -> bool:
+    """Stopped before any instance trained: the last state before Stopping was a pending one."""
+    transitions = [
+        t.get("Status")
+        for t in job.get("SecondaryStatusTransitions") or []
+        if t.get("Status") not in ("Stopping", "Stopped")
+    ]
+    if not transitions:
+        return False
+    pending_for_capacity = "capacity" in str(job.get("FailureReason") or "").lower() or any(
+        "capacity" in str(t.get("StatusMessage") or "").lower()
+        for t in job.get("SecondaryStatusTransitions") or []
+    )
+    return transitions[-1] in _PENDING and pending_for_capacity
+
+
+# What the task's output holds: DescribeTrainingJob's own names, so that
+# ``$.ModelArtifacts.S3ModelArtifacts`` works as with aws-cdk-lib's SageMakerCreateTrainingJob.
+OUTPUT_FIELDS = (
+    "TrainingJobName",
+    "TrainingJobArn",
+    "TrainingJobStatus",
+    "SecondaryStatus",
+    "FailureReason",
+    "ModelArtifacts",
+    "AlgorithmSpecification",
+    "ResourceConfig",
+    "CreationTime",
+    "TrainingStartTime",
+    "TrainingEndTime",
+    "TrainingTimeInSeconds",
+    "BillableTimeInSeconds",
+)
+
+
+def _plain(value: Any) -> Any:
+    """DescribeTrainingJob's datetimes as ISO 8601 strings (events already carry strings)."""
+    return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def task_output(job: Mapping[str, Any], attempt: int, variant: int = 0) -> dict[str, Any]:
+    """The task's documented, stable output for a described job.
+
+    ``AlgorithmSpecification`` keeps only ``TrainingImage`` (for SageMakerCreateModel),
+    ``ResourceConfig`` only the instance groups or type and count that ran.
+    """
+    output: dict[str, Any] = {}
+    for key in OUTPUT_FIELDS:
+        if key not in job:
+            continue
+        value = job[key]
+        if key == "AlgorithmSpecification":
+            value = {"TrainingImage": value.get("TrainingImage")}
+        elif key == "ResourceConfig":
+            value = {
+                k: value[k]
+                for k in ("InstanceGroups", "InstanceType", "InstanceCount")
+                if k in value
+            }
+        output[key] = _plain(value)
+    output["Attempt"] = attempt
+    output["Variant"] = variant
+    return output
+
+
+def failure_cause(job: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
+    """The cause object of every failure: name, status, secondary status, reason."""
+    return {
+        "TrainingJobName": job.get("TrainingJobName"),
+        "TrainingJobStatus": job.get("TrainingJobStatus"),
+        "SecondaryStatus": job.get("SecondaryStatus"),
+        "FailureReason": job.get("FailureReason"),
+        **extra,
+    }

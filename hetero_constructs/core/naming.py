@@ -1,13 +1,23 @@
-"""Training job names: unique and deterministic per state-machine execution."""
+"""Training job names: unique per attempt, deterministic, and never shared between runs.
+
+A *slot* is one entry of a training task by one execution: the execution (its ARN and start
+time, so that a re-created state machine reusing an execution name gets new slots), the state's
+name and the time it was entered (a loop re-enters it), and an optional key that tells parallel
+``Map`` iterations apart. Each attempt in a slot (a ``Retry`` of the task) gets its own job name.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from dataclasses import dataclass
 
 MAX_JOB_NAME = 63
-_DIGEST = 8
+# 64 bits of the slot and attempt: names of different runs never collide in practice
+# (a 32-bit digest did, with long prefixes that left nothing else to tell them apart).
+_DIGEST = 16
 _NOT_ALLOWED = re.compile(r"[^a-zA-Z0-9-]+")
+_HYPHENS = re.compile(r"-{2,}")
 
 
 def sanitize_name(text: str) -> str:
@@ -15,13 +25,40 @@ def sanitize_name(text: str) -> str:
     return _NOT_ALLOWED.sub("-", text).strip("-")
 
 
-def execution_job_name(prefix: str, execution_name: str) -> str:
-    """``{prefix}-{execution name}-{digest}``, cut to 63 characters.
+@dataclass(frozen=True)
+class RunSlot:
+    """One entry of a training task by one execution (see the module doc)."""
 
-    The digest of the full execution name keeps two executions apart even when their names are
-    cut, and the same execution (a retried Lambda) always gets the same job name.
+    execution_arn: str
+    execution_start: str
+    state_name: str
+    state_entered: str
+    job_key: str = ""
+
+    @property
+    def execution_name(self) -> str:
+        return self.execution_arn.rsplit(":", 1)[-1]
+
+    @property
+    def digest(self) -> str:
+        """128 bits identifying the slot (a DynamoDB key and a tag value)."""
+        fields = (
+            self.execution_arn,
+            self.execution_start,
+            self.state_name,
+            self.state_entered,
+            self.job_key,
+        )
+        return hashlib.sha256("\x1f".join(fields).encode()).hexdigest()[:32]
+
+
+def attempt_job_name(prefix: str, slot: RunSlot, attempt: int) -> str:
+    """``{prefix}-{execution name}-{digest}``, at most 63 characters, one per attempt.
+
+    The readable part is cut to fit; the digest covers the whole slot and the attempt, so two
+    attempts, two states, two entries of one state and two executions never share a name.
     """
-    digest = hashlib.sha256(execution_name.encode()).hexdigest()[:_DIGEST]
-    readable = sanitize_name(f"{sanitize_name(prefix)}-{sanitize_name(execution_name)}")
+    digest = hashlib.sha256(f"{slot.digest}#{attempt}".encode()).hexdigest()[:_DIGEST]
+    readable = _HYPHENS.sub("-", sanitize_name(f"{prefix}-{slot.execution_name}"))
     readable = readable[: MAX_JOB_NAME - _DIGEST - 1].rstrip("-")
     return f"{readable}-{digest}" if readable else digest

@@ -290,11 +290,16 @@ class LocalCloud:
     def _create_table(self, name: str, properties: dict[str, Any]) -> None:
         import boto3
 
+        indexes = [
+            {key: index[key] for key in ("IndexName", "KeySchema", "Projection")}
+            for index in properties.get("GlobalSecondaryIndexes", [])
+        ]
         boto3.client("dynamodb").create_table(
             TableName=name,
             KeySchema=properties["KeySchema"],
             AttributeDefinitions=properties["AttributeDefinitions"],
             BillingMode="PAY_PER_REQUEST",
+            **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
         )
 
     def _create_function(
@@ -357,12 +362,20 @@ class LocalCloud:
                 self.job_status[job_name] = {
                     "TrainingJobStatus": "Stopped",
                     "SecondaryStatus": "Stopped",
+                    "FailureReason": "Stopped by StopTrainingJob",
                 }
                 job = sagemaker.describe_training_job(TrainingJobName=job_name)
                 events(_job_event(job, "Stopped", "Stopped by StopTrainingJob", job_duration), None)
         elif job_name is not None:
             job = sagemaker.describe_training_job(TrainingJobName=job_name)
-            self._events_handler()(_job_event(job, outcome, failure_reason, job_duration), None)
+            event = _job_event(job, outcome, failure_reason, job_duration)
+            # SageMaker's own view changes first; the event follows it.
+            self.job_status[job_name] = {
+                k: v
+                for k, v in event["detail"].items()
+                if k in ("TrainingJobStatus", "SecondaryStatus", "FailureReason", "ModelArtifacts")
+            }
+            self._events_handler()(event, None)
         description = self._wait_for_end(stepfunctions, execution_arn, deadline)
         history = stepfunctions.get_execution_history(executionArn=execution_arn, maxResults=1000)
         jobs = [
@@ -573,4 +586,3 @@ def _summary(request: dict[str, Any]) -> dict[str, Any]:
         },
         "TrainingImage": request["AlgorithmSpecification"]["TrainingImage"],
     }
-

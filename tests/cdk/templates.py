@@ -78,6 +78,10 @@ def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 def policy_statements(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
     """Statements (tokens made literal) of the policies of roles whose logical id has the prefix."""
     statements: list[dict[str, Any]] = []
+    for logical_id, role in resources(template, "AWS::IAM::Role").items():
+        if logical_id.startswith(role_prefix):
+            for inline in role["Properties"].get("Policies", []):
+                statements.extend(inline["PolicyDocument"]["Statement"])
     for policy in resources(template, "AWS::IAM::Policy").values():
         roles = [r.get("Ref", "") for r in policy["Properties"].get("Roles", [])]
         if any(r.startswith(role_prefix) for r in roles):

@@ -101,7 +101,7 @@ def test_tokens_are_skipped_not_guessed() -> None:
     mapping = next(iter(template["Mappings"].values()))
     assert mapping["us-west-2"] == {"value": "763104351884"}
     assert mapping["cn-north-1"] == {"value": "727897471807"}
-    reads = policy_statements(template, "JobExecutionRole")
+    reads = policy_statements(template, "JobTaskExecutionRole")
     assert any(
         "s3:GetObject" in json.dumps(s["Action"]) and "train/*" in json.dumps(s["Resource"])
         for s in reads
@@ -163,8 +163,8 @@ def test_production_options_narrow_the_submit_permission() -> None:
         output_encryption_key=output_key,
     )
     template = Template.from_stack(scope).to_json()
-    submit = policy_statements(template, "HeteroTrainingRunnerSubmitRole")
-    (create,) = [s for s in submit if s["Action"] == "sagemaker:CreateTrainingJob"]
+    control = policy_statements(template, "JobTaskControlRole")
+    (create,) = [s for s in control if s["Action"] == "sagemaker:CreateTrainingJob"]
     condition = create["Condition"]
     assert condition["ForAllValues:StringEquals"]["sagemaker:VpcSubnets"] == ["subnet-0abc1234"]
     assert condition["ForAllValues:StringEquals"]["sagemaker:VpcSecurityGroupIds"] == [
@@ -176,7 +176,7 @@ def test_production_options_narrow_the_submit_permission() -> None:
         "sagemaker:NetworkIsolation": "true",
         "sagemaker:InterContainerTrafficEncryption": "true",
     }
-    role = policy_statements(template, "JobExecutionRole")
+    role = policy_statements(template, "JobTaskExecutionRole")
     actions = {
         a for s in role for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
     }
@@ -213,12 +213,19 @@ def test_schedule_and_alarms() -> None:
         },
     )
     alarms = resources(template.to_json(), "AWS::CloudWatch::Alarm")
-    assert sorted(a["Properties"]["MetricName"] for a in alarms.values()) == [
+    (job_alarm,) = [a for k, a in alarms.items() if k.startswith("JobRunsEndedBadly")]
+    metrics = job_alarm["Properties"]["Metrics"]
+    # One alarm per job: the sum of failed, timed-out and aborted executions.
+    assert sorted(
+        m["MetricStat"]["Metric"]["MetricName"] for m in metrics if "MetricStat" in m
+    ) == [
         "ExecutionsAborted",
         "ExecutionsFailed",
         "ExecutionsTimedOut",
     ]
-    assert all(a["Properties"]["AlarmActions"] for a in alarms.values())
+    (expression,) = [m for m in metrics if "Expression" in m]
+    assert expression["ReturnData"] is True
+    assert job_alarm["Properties"]["AlarmActions"]
 
 
 def test_bad_schedule_input_fails_at_synth() -> None:
@@ -252,7 +259,7 @@ def test_given_role_is_used_and_granted() -> None:
     assert job.role is role
     template = Template.from_stack(scope).to_json()
     assert not [
-        k for k in resources(template, "AWS::IAM::Role") if k.startswith("JobExecutionRole")
+        k for k in resources(template, "AWS::IAM::Role") if k.startswith("JobTaskExecutionRole")
     ]
     assert policy_statements(template, "Mine")
 
@@ -320,7 +327,7 @@ def test_lone_entry_point_is_shipped_at_the_root(tmp_path: Path) -> None:
     )
     assert job.request["HyperParameters"]["sagemaker_program"] == '"train.py"'
     assert job.code_asset is not None
-    from hetero_constructs.cdk.training_job import RUNTIME_HELPER, RUNTIME_HELPER_PACKAGE
+    from hetero_constructs.cdk.task import RUNTIME_HELPER, RUNTIME_HELPER_PACKAGE
 
     bundle = source_bundle(None, {RUNTIME_HELPER_PACKAGE: RUNTIME_HELPER, "train.py": script})
     with tarfile.open(bundle, mode="r:gz") as archive:

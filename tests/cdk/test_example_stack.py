@@ -12,9 +12,16 @@ from cfnlint import api as cfnlint
 
 from hetero_constructs.core import build_request
 from hetero_constructs.core.context import Deployment
-from tests.cdk.templates import definitions, policy_statements, resources, with_literal_definitions
+from tests.cdk.templates import (
+    definitions,
+    literal,
+    policy_statements,
+    resources,
+    with_literal_definitions,
+)
 from tests.synthesized import Synthesized
 
+JOBS = "arn:aws:sagemaker:us-west-2:111122223333:training-job"
 DLC = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 
 
@@ -61,9 +68,16 @@ def test_request_is_in_the_definition(example: Synthesized) -> None:
 def test_payload_carries_what_the_submit_lambda_needs(example: Synthesized) -> None:
     data = payload(example)
     assert data["jobNamePrefix"] == "hetero-example"
-    assert data["input.$"] == "$"
-    assert data["executionName.$"] == "$$.Execution.Name"
-    assert data["taskToken.$"] == "$$.Task.Token"
+    assert data["input.$"] == "$"  # the construct's executions: the input is the overrides
+    context = data["context"]
+    assert context["taskToken.$"] == "$$.Task.Token"
+    assert context["executionArn.$"] == "$$.Execution.Id"
+    # What identifies the attempt, hence its job name: execution, state entry, retry count.
+    assert context["executionStartTime.$"] == "$$.Execution.StartTime"
+    assert context["stateEnteredTime.$"] == "$$.State.EnteredTime"
+    assert context["retryCount.$"] == "$$.State.RetryCount"
+    assert data["controlRoleArn"].startswith("arn:aws:iam::111122223333:role/")
+    assert data["runnerId"].startswith("HeteroTrainingExample-")
     # The Lambda validates against the uploaded code object, not a local folder.
     assert data["spec"]["source_dir"] == data["deployment"]["submit_directory"]
     assert data["spec"]["source_dir"].startswith("s3://cdk-hnb659fds-assets-")
@@ -74,7 +88,8 @@ def test_state_machine_logging_tracing_timeouts_retries(example: Synthesized) ->
     (machine,) = resources(example.template, "AWS::StepFunctions::StateMachine").values()
     properties = machine["Properties"]
     assert properties["LoggingConfiguration"]["Level"] == "ALL"
-    assert properties["LoggingConfiguration"]["IncludeExecutionData"] is True
+    # Execution data carries task tokens and inputs: not logged unless asked for.
+    assert properties["LoggingConfiguration"]["IncludeExecutionData"] is False
     assert properties["TracingConfiguration"] == {"Enabled": True}
     assert properties["StateMachineName"] == "hetero-example"
     (definition,) = definitions(example.template).values()
@@ -82,7 +97,7 @@ def test_state_machine_logging_tracing_timeouts_retries(example: Synthesized) ->
     assert task["TimeoutSeconds"] == 4 * 3600 + 6 * 3600  # max_run + completion margin
     assert definition["TimeoutSeconds"] == task["TimeoutSeconds"] + 3600
     retried = {error for retry in task["Retry"] for error in retry["ErrorEquals"]}
-    assert {"Lambda.TooManyRequestsException", "SageMakerThrottled"} <= retried
+    assert {"Lambda.TooManyRequestsException", "HeteroTraining.Throttled"} <= retried
     assert all(retry["BackoffRate"] == 2 for retry in task["Retry"])
     assert task["Catch"][0]["Next"] == "Training failed"
     failed = definition["States"]["Training failed"]
@@ -97,7 +112,7 @@ def test_state_machine_logging_tracing_timeouts_retries(example: Synthesized) ->
 
 
 def test_execution_role_is_least_privilege(example: Synthesized) -> None:
-    role_statements = policy_statements(example.template, "TrainingExecutionRole")
+    role_statements = policy_statements(example.template, "TrainingTaskExecutionRole")
     reads = statements_with(role_statements, "s3:GetObject")
     resources_read = [
         r
@@ -131,48 +146,93 @@ def test_execution_role_is_least_privilege(example: Synthesized) -> None:
     (role,) = [
         r
         for k, r in resources(example.template, "AWS::IAM::Role").items()
-        if k.startswith("TrainingExecutionRole")
+        if k.startswith("TrainingTaskExecutionRole")
     ]
-    principal = role["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
-    assert principal == {"Service": "sagemaker.amazonaws.com"}
+    (trust,) = literal(
+        role["Properties"]["AssumeRolePolicyDocument"]["Statement"], example.template
+    )
+    assert trust["Principal"] == {"Service": "sagemaker.amazonaws.com"}
+    # SageMaker's confused-deputy guidance: only this account's jobs of this prefix.
+    assert trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "111122223333"},
+        "ArnLike": {"aws:SourceArn": f"{JOBS}/hetero-example-*"},
+    }
 
 
-def test_submit_lambda_is_scoped_to_the_prefix_and_the_spec(example: Synthesized) -> None:
-    statements = policy_statements(example.template, "HeteroTrainingRunnerSubmitRole")
+def test_control_role_is_scoped_to_the_prefix_and_the_spec(example: Synthesized) -> None:
+    statements = policy_statements(example.template, "TrainingTaskControlRole")
     (create,) = statements_with(statements, "sagemaker:CreateTrainingJob")
     assert (
         create["Resource"]
         == "arn:aws:sagemaker:us-west-2:111122223333:training-job/hetero-example-*"
     )
+    runner_id = payload(example)["runnerId"]
     assert create["Condition"] == {
         "ForAllValues:StringEquals": {
             "sagemaker:InstanceTypes": ["ml.c5.18xlarge", "ml.p4d.24xlarge"]
         },
         "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": 14400},
+        "StringEquals": {"aws:RequestTag/hetero-constructs:runner": runner_id},
     }
     (passing,) = statements_with(statements, "iam:PassRole")
     assert passing["Condition"] == {
         "StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}
     }
-    assert passing["Resource"].startswith("arn:aws:iam::111122223333:role/trainingexecutionrole")
+    assert passing["Resource"].startswith("arn:aws:iam::111122223333:role/trainingtaskexecution")
     (report,) = statements_with(statements, "states:SendTaskSuccess")
     assert report["Resource"] == "arn:aws:states:us-west-2:111122223333:stateMachine:hetero-example"
-    events_statements = policy_statements(example.template, "HeteroTrainingRunnerEventsRole")
-    (stop,) = statements_with(events_statements, "sagemaker:StopTrainingJob")
+    (describe,) = statements_with(statements, "states:DescribeExecution")
+    assert describe["Resource"] == (
+        "arn:aws:states:us-west-2:111122223333:execution:hetero-example:*"
+    )
+    (stop,) = statements_with(statements, "sagemaker:StopTrainingJob")
     assert stop["Resource"] == create["Resource"]
-    assert not statements_with(events_statements, "sagemaker:CreateTrainingJob")
+
+
+def test_shared_lambdas_hold_no_per_job_permission(example: Synthesized) -> None:
+    """What grows per job lives on the job's control role; the shared roles only assume it."""
+    for role in ("HeteroTrainingRunnerSubmitRole", "HeteroTrainingRunnerEventsRole"):
+        statements = policy_statements(example.template, role)
+        actions = {
+            a
+            for s in statements
+            for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+        }
+        assert not any(a.startswith(("sagemaker:", "states:", "iam:")) for a in actions), role
+        (assume,) = statements_with(statements, "sts:AssumeRole")
+        assert assume["Resource"].startswith(
+            "arn:aws:iam::111122223333:role/hetero-constructs/HeteroTrainingExample-"
+        )
+        assert assume["Resource"].endswith("/*")
+        table = statements_with(statements, "dynamodb:GetItem")
+        assert table and not statements_with(statements, "dynamodb:BatchWriteItem")
+    (control,) = [
+        r
+        for k, r in resources(example.template, "AWS::IAM::Role").items()
+        if k.startswith("TrainingTaskControlRole")
+    ]
+    assert control["Properties"]["Path"] == assume["Resource"].removeprefix(
+        "arn:aws:iam::111122223333:role"
+    ).removesuffix("*")
 
 
 def test_events_route_job_ends_and_execution_ends(example: Synthesized) -> None:
-    patterns = [
-        r["Properties"]["EventPattern"]
-        for r in resources(example.template, "AWS::Events::Rule").values()
-    ]
+    rules = resources(example.template, "AWS::Events::Rule").values()
+    patterns = [r["Properties"]["EventPattern"] for r in rules if "EventPattern" in r["Properties"]]
     sagemaker = next(p for p in patterns if p["source"] == ["aws.sagemaker"])
-    assert sagemaker["detail"]["TrainingJobName"] == [{"prefix": "hetero-example-"}]
+    # Routed by the runner's tag on every job: the pattern does not grow with the jobs.
+    assert sagemaker["detail"]["Tags"] == {
+        "hetero-constructs:runner": [payload(example)["runnerId"]]
+    }
     assert sagemaker["detail"]["TrainingJobStatus"] == ["Completed", "Failed", "Stopped"]
     states = next(p for p in patterns if p["source"] == ["aws.states"])
     assert states["detail"]["status"] == ["ABORTED", "TIMED_OUT", "FAILED"]
+    (schedule,) = [r for r in rules if "ScheduleExpression" in r["Properties"]]
+    assert schedule["Properties"]["ScheduleExpression"] == "rate(5 minutes)"
+    assert json.loads(schedule["Properties"]["Targets"][0]["Input"]) == {"action": "reconcile"}
+    for rule in rules:
+        (target,) = rule["Properties"]["Targets"]
+        assert "DeadLetterConfig" in target  # an event that cannot be delivered is kept
 
 
 def test_token_table(example: Synthesized) -> None:

@@ -56,8 +56,11 @@ def test_training_failure_carries_the_failure_reason(cloud: tuple[LocalCloud, st
         failure_reason="AlgorithmError: CUDA out of memory",
     )
     assert result.status == "FAILED"
-    assert result.error == "TrainingJobFailed"
-    assert json.loads(result.cause or "{}")["FailureReason"] == "AlgorithmError: CUDA out of memory"
+    assert result.error == "HeteroTraining.TrainingFailed"
+    cause = json.loads(result.cause or "{}")
+    assert cause["FailureReason"] == "AlgorithmError: CUDA out of memory"
+    assert cause["TrainingJobStatus"] == "Failed"
+    assert cause["TrainingJobName"].startswith("hetero-example-failing-")
 
 
 def test_bad_override_fails_with_violations_and_creates_no_job(
@@ -74,9 +77,9 @@ def test_bad_override_fails_with_violations_and_creates_no_job(
         name="bad",
     )
     assert result.status == "FAILED"
-    assert result.error == "InvalidOverrides"
+    assert result.error == "HeteroTraining.InvalidOverrides"
     cause = json.loads(result.cause or "{}")
-    violations = json.loads(cause["errorMessage"])["violations"]
+    violations = cause["violations"]
     assert {v["rule"] for v in violations} == {"OVERRIDE-CHANNEL", "OVERRIDE-UNKNOWN-KEY"}
     assert result.training_jobs == []
     # An override that parses but breaks a rule is caught by the same rules as at synth.
@@ -92,10 +95,11 @@ def test_a_retried_submit_creates_one_job(cloud: tuple[LocalCloud, str]) -> None
     local.handlers.faults["submit.handler"] = ["Lambda.ServiceException"]
     result = local.run(machine, name="retried", timeout=90)
     assert result.status == "SUCCEEDED"
-    submits = [e for f, e in local.handlers.invocations if "taskToken" in e]
+    submits = [e for f, e in local.handlers.invocations if "context" in e]
     assert len(submits) == 2  # retried ...
     assert len(result.training_jobs) == 1  # ... but one job
-    assert len(result.submitted_requests) == 2  # the retry's create call hit ResourceInUse
+    # The retry found the job in its slot and continued it: no second CreateTrainingJob call.
+    assert len(result.submitted_requests) == 1
 
 
 def test_stopping_the_execution_stops_the_job(cloud: tuple[LocalCloud, str]) -> None:
@@ -127,8 +131,9 @@ def test_token_items_expire_and_are_cleaned_up(cloud: tuple[LocalCloud, str]) ->
     local.run(machine, name="clean")
     table = next(env["TOKEN_TABLE"] for _, env in local.handlers.by_function.values())
     items: list[dict[str, Any]] = boto3.client("dynamodb").scan(TableName=table)["Items"]
-    # The job's token is gone once reported; the execution's job name stays until its TTL.
-    assert [i["pk"]["S"].split("#")[0] for i in items] == ["execution"]
+    # The job's token is gone once reported; the slot (its attempts) stays until its TTL.
+    assert [i["pk"]["S"].split("#")[0] for i in items] == ["slot"]
+    assert items[0]["reported"]["BOOL"] is True
     assert int(items[0]["expires_at"]["N"]) > 0
 
 
@@ -140,7 +145,15 @@ def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str
     task = local.definitions[machine]["States"]["Run training job"]
     synthesized = task["Parameters"]["Payload"]["request"]
     name = submitted["TrainingJobName"]
-    # Only the per-execution job name differs from the synthesized request.
+    # Only the per-attempt job name and the run's marker tags differ from the synthesized request.
     synthesized["TrainingJobName"] = name
     synthesized["HyperParameters"]["sagemaker_job_name"] = json.dumps(name)
+    markers = [t for t in submitted["Tags"] if t["Key"].startswith("hetero-constructs:")]
+    assert sorted(t["Key"] for t in markers) == [
+        "hetero-constructs:attempt",
+        "hetero-constructs:execution",
+        "hetero-constructs:runner",
+        "hetero-constructs:slot",
+    ]
+    synthesized["Tags"] += markers
     assert submitted == synthesized

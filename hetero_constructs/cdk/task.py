@@ -1,0 +1,664 @@
+"""``HeterogeneousTrainingTask``: a validated heterogeneous training job as a Step Functions task.
+
+A task state like aws-cdk-lib's ``SageMakerCreateTrainingJob`` (``next``, ``add_retry``,
+``add_catch``, ``result_path``, ``result_selector``, ``output_path``, JSONPath or JSONata), that
+runs one training job to its end: the spec is validated with every rule at construction, the job
+gets instance groups and channel scoping, completion is reported through a task token (the history
+stays small however long the job runs), and IAM is narrowed to what the spec declares.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import Aws, Duration, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk.region_info import FactName, RegionInfo
+from constructs import Construct, IValidation
+
+from hetero_constructs.cdk import conditions, nag, permissions
+from hetero_constructs.cdk.packaging import source_bundle
+from hetero_constructs.cdk.runner import TrainingRunner, at_synth
+from hetero_constructs.cdk.tokens import is_token
+from hetero_constructs.core import catalog, lifecycle
+from hetero_constructs.core.context import Deployment, RuleContext
+from hetero_constructs.core.naming import sanitize_name
+from hetero_constructs.core.plan import plan
+from hetero_constructs.core.request.image_uri import image_repository, image_tag
+from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.core.spec_file import read_spec_file, spec_to_dict
+from hetero_constructs.core.violations import SpecValidationError, Violation
+
+RUNTIME_HELPER = Path(__file__).resolve().parents[1] / "runtime"
+RUNTIME_HELPER_PACKAGE = "hetero_runtime"
+MAX_PREFIX = 40
+DEFAULT_COMPLETION_MARGIN_SECONDS = 6 * 3600
+# Step Functions' own errors for a Lambda invoke that did not complete; the submission is
+# idempotent per attempt (see lambda/submit.py), so retrying them is safe.
+LAMBDA_ERRORS = (
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
+# Context-object fields the submit Lambda needs: they identify the attempt and its job.
+_CONTEXT = {
+    "taskToken": "Task.Token",
+    "executionArn": "Execution.Id",
+    "executionStartTime": "Execution.StartTime",
+    "stateName": "State.Name",
+    "stateEnteredTime": "State.EnteredTime",
+    "retryCount": "State.RetryCount",
+    "stateMachineArn": "StateMachine.Id",
+}
+_TASK_FIELDS = frozenset(
+    {
+        "role",
+        "job_name_prefix",
+        "volume_encryption_key",
+        "output_encryption_key",
+        "include_runtime_helper",
+        "completion_margin",
+        "overrides",
+        "job_key",
+        "comment",
+        "state_name",
+        "query_language",
+        "input_path",
+        "output_path",
+        "result_path",
+        "result_selector",
+        "assign",
+        "outputs",
+    }
+)
+
+
+@functools.cache
+def _region_facts(region: str) -> tuple[str | None, str | None]:
+    """aws-cdk-lib's DLC account and domain suffix for a concrete region."""
+    info = RegionInfo.get(region)
+    return info.dlc_repository_account, info.domain_suffix
+
+
+def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
+    """The construct id plus a digest of its path (which starts with the stack's name)."""
+    digest = hashlib.sha256(f"{scope.node.path}/{construct_id}".encode()).hexdigest()[:8]
+    readable = sanitize_name(construct_id)[: MAX_PREFIX - 9].rstrip("-") or "job"
+    return f"{readable}-{digest}".lower()
+
+
+def split_spec_fields(props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keyword arguments of ``from_spec_file``: ``TrainingSpec`` fields and task props."""
+    spec_fields = {f.name for f in dataclasses.fields(TrainingSpec)}
+    spec_values = {k: v for k, v in props.items() if k in spec_fields and k not in _TASK_FIELDS}
+    others = {k: v for k, v in props.items() if k not in spec_values}
+    return spec_values, others
+
+
+def spec_from_file(
+    path: str | os.PathLike[str], overrides: Mapping[str, Any], scope_path: str
+) -> TrainingSpec:
+    """A spec file with ``TrainingSpec`` fields given in Python merged over it."""
+    reading = read_spec_file(path)
+    if reading.spec is None or reading.violations:
+        raise SpecValidationError(reading.violations, scope=scope_path)
+    try:
+        return dataclasses.replace(reading.spec, **overrides)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{scope_path}: {error}") from error
+
+
+@jsii.implements(IValidation)
+class _InStateMachine:
+    """A task no state machine of its stack contains could never report its job's end."""
+
+    def __init__(self, task: HeterogeneousTrainingTask) -> None:
+        self._task = task
+
+    def validate(self) -> list[str]:
+        machines = self._task.runner.containing_state_machines(self._task)
+        if machines:
+            # Known only now that the user's state machines exist; recorded before synthesis.
+            nag.Acknowledgments(self._task, self._task.runner.nag_ids).wildcards(
+                "Execution names are chosen when executions start; the control role may only "
+                "describe executions of the state machines that contain this task (to stop a "
+                "job whose execution has ended).",
+                resources=[m.executions for m in machines],
+            ).record()
+            return []
+        return [
+            f"The training task {self._task.node.path} is in no state machine of stack "
+            f"{self._task.runner.stack.stack_name}. Allowed: a task used by a state machine "
+            "defined in the same stack as the task. Fix: chain the task into a state machine "
+            "of that stack (its events and permissions are scoped to the stack)."
+        ]
+
+
+class HeterogeneousTrainingTask(sfn.TaskStateBase):
+    """A Step Functions task that runs one SageMaker training job to its end.
+
+    The spec (``TrainingSpec`` or a spec file) is validated with every rule at construction; the
+    first error lists every violation with this task's path. The task's output is
+    DescribeTrainingJob's own fields (``TrainingJobName``, ``TrainingJobArn``,
+    ``ModelArtifacts.S3ModelArtifacts``, ``AlgorithmSpecification.TrainingImage``,
+    ``TrainingJobStatus``, ``SecondaryStatus``, ``ResourceConfig``, ``CreationTime``,
+    ``TrainingStartTime``, ``TrainingEndTime``, ``TrainingTimeInSeconds``,
+    ``BillableTimeInSeconds``) plus ``Attempt`` and ``Variant``. Failures carry the
+    ``HeteroTraining.*`` error names of ``lifecycle.Errors``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        spec: TrainingSpec,
+        role: iam.IRole | None = None,
+        job_name_prefix: str | None = None,
+        volume_encryption_key: kms.IKey | None = None,
+        output_encryption_key: kms.IKey | None = None,
+        include_runtime_helper: bool = True,
+        completion_margin: Duration | None = None,
+        overrides: sfn.TaskInput | None = None,
+        job_key: str | None = None,
+        comment: str | None = None,
+        state_name: str | None = None,
+        query_language: sfn.QueryLanguage | None = None,
+        input_path: str | None = None,
+        output_path: str | None = None,
+        result_path: str | None = None,
+        result_selector: Mapping[str, Any] | None = None,
+        assign: Mapping[str, Any] | None = None,
+        outputs: Any = None,
+    ) -> None:
+        """
+        :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
+        :param role: the SageMaker execution role; by default one is created with least
+            privilege (a spec's ``role`` ARN is used when given).
+        :param job_name_prefix: every job name starts with it; default: the id plus a digest.
+            Prefixes may not overlap within an app (they scope IAM and event routing).
+        :param volume_encryption_key: KMS key for the ML storage volumes (sets volume_kms_key).
+        :param output_encryption_key: KMS key for the model artifacts (sets output_kms_key).
+        :param include_runtime_helper: ship ``hetero_runtime`` (instance-group facts) in the code.
+        :param completion_margin: time beyond max_run (or max_wait with spot) for startup and
+            upload before the wait for completion times out; default 6 hours.
+        :param overrides: the execution-time overrides (hyperparameters, channels,
+            job_name_prefix, tags), e.g. ``sfn.TaskInput.from_json_path_at("$.training")`` or,
+            with JSONata, ``sfn.TaskInput.from_text("{% $states.input.training %}")``; they are
+            validated with the same rules before any job is created. Default: none.
+        :param job_key: a path or expression whose value tells parallel entries of this state
+            apart when they may start in the same millisecond (e.g. the item index of an inline
+            Map, passed in through its ItemSelector). Default: none.
+        """
+        self._own_query_language = query_language
+        self._rendered_fields = {
+            "Comment": comment,
+            "ResultPath": result_path,
+            "Output": outputs,
+        }
+        timeout_seconds = self._completion_seconds(spec, completion_margin, query_language)
+        super().__init__(
+            scope,
+            construct_id,
+            comment=comment,
+            state_name=state_name,
+            query_language=query_language,
+            input_path=input_path,
+            output_path=output_path,
+            result_path=result_path,
+            result_selector=result_selector,
+            assign=assign,
+            outputs=outputs,
+            integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
+        )
+        self.path: str = self.node.path
+        self.runner = TrainingRunner.of(scope)
+        self.arns = self.runner.arns
+        self.job_name_prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
+        self._check_prefix()
+        self.marker = f'"jobNamePrefix":"{self.job_name_prefix}"'
+        self.completion_timeout_seconds = timeout_seconds
+        self._overrides = overrides
+        self._job_key = job_key
+        spec = self._with_keys(spec, volume_encryption_key, output_encryption_key)
+        role = role or self._spec_role(spec)
+        self.code_asset = self._code_asset(spec, include_runtime_helper)
+        self.role: iam.IRole = role or self._execution_role()
+        # The DLC account is kept apart: as a token it cannot be parsed back out of the URI.
+        dlc_image, self._image_account = (None, None) if spec.image_uri else self._dlc_image(spec)
+        self.deployment = Deployment(
+            job_name=self.job_name_prefix,
+            role_arn=self.role.role_arn,
+            region=self.arns.region,
+            submit_directory=self.code_asset.s3_object_url if self.code_asset else None,
+            dlc_image_uri=dlc_image,
+        )
+        self.spec = spec
+        violations = self._region_violations(spec)
+        result = plan(spec, self.deployment, is_token=is_token)
+        if result.request is None or violations:
+            raise SpecValidationError([*violations, *result.violations], scope=self.path)
+        self.request: dict[str, Any] = result.request
+        self._grant_execution_role(owned=role is None)
+        self.control_role = self._control_role()
+        self.runner.register(self)
+        self.add_retry(
+            errors=[*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED],
+            interval=Duration.seconds(2),
+            backoff_rate=2,
+            max_attempts=6,
+            jitter_strategy=sfn.JitterType.FULL,
+        )
+        self.node.add_validation(_InStateMachine(self))
+
+    @classmethod
+    def from_spec_file(
+        cls, scope: Construct, construct_id: str, path: str | os.PathLike[str], **props: Any
+    ) -> HeterogeneousTrainingTask:
+        """The task for a spec file (JSON, or YAML with .yaml/.yml).
+
+        Any ``TrainingSpec`` field given as a keyword (e.g. ``output_path=bucket_uri(...)``,
+        ``subnets``) is merged over the file's; the other keywords are the task's props.
+        """
+        spec_values, task_props = split_spec_fields(props)
+        spec = spec_from_file(path, spec_values, f"{scope.node.path}/{construct_id}")
+        return cls(scope, construct_id, spec=spec, **task_props)
+
+    # -- construction ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _completion_seconds(
+        spec: TrainingSpec, margin: Duration | None, query_language: sfn.QueryLanguage | None
+    ) -> int | str:
+        """The wait's timeout: the longest the job may take plus the margin.
+
+        A deploy-time ``max_run`` keeps its margin through a JSONata expression; JSONPath has no
+        arithmetic on the timeout, so there it is refused rather than silently losing the margin.
+        """
+        seconds = int(margin.to_seconds()) if margin else DEFAULT_COMPLETION_MARGIN_SECONDS
+        longest: Any = spec.max_wait if spec.use_spot_instances and spec.max_wait else spec.max_run
+        if not is_token(longest):
+            return int(longest) + seconds
+        if query_language != sfn.QueryLanguage.JSONATA:
+            raise SpecValidationError(
+                [
+                    Violation(
+                        "CDK-TIMEOUT-TOKEN",
+                        "max_wait" if spec.use_spot_instances and spec.max_wait else "max_run",
+                        "The maximum runtime is a deploy-time value: a JSONPath task cannot add "
+                        "the completion margin to it.",
+                        "a CDK token",
+                        "a number, or a token with query_language=sfn.QueryLanguage.JSONATA",
+                        "pass query_language=sfn.QueryLanguage.JSONATA (the timeout becomes a "
+                        "JSONata expression), or a number",
+                    )
+                ]
+            )
+        return f"{{% {Token.as_string(longest)} + {seconds} %}}"
+
+    def _check_prefix(self) -> None:
+        prefix = self.job_name_prefix
+        if (
+            is_token(prefix)
+            or not (0 < len(prefix) <= MAX_PREFIX)
+            or sanitize_name(prefix) != prefix
+        ):
+            raise ValueError(
+                f"{self.path}: job_name_prefix {prefix!r} cannot start training job names. "
+                f"Allowed: 1 to {MAX_PREFIX} letters, digits and inner hyphens, not a token "
+                "(the prefix scopes IAM and event routing at synth). "
+                f"Fix: e.g. {sanitize_name(prefix)[:MAX_PREFIX] or 'nightly-training'!r}."
+            )
+
+    @staticmethod
+    def _with_keys(
+        spec: TrainingSpec, volume: kms.IKey | None, output: kms.IKey | None
+    ) -> TrainingSpec:
+        if volume is not None:
+            spec = dataclasses.replace(spec, volume_kms_key=volume.key_arn)
+        if output is not None:
+            spec = dataclasses.replace(spec, output_kms_key=output.key_arn)
+        return spec
+
+    def _spec_role(self, spec: TrainingSpec) -> iam.IRole | None:
+        """A spec's own ``role`` ARN is honoured (imported), never silently replaced."""
+        if not spec.role or not isinstance(spec.role, str) or not spec.role.startswith("arn:"):
+            return None
+        return iam.Role.from_role_arn(self, "SpecRole", spec.role, mutable=False)
+
+    def _region_violations(self, spec: TrainingSpec) -> list[Violation]:
+        region = self.arns.region
+        if spec.region is None or is_token(region) or spec.region == region:
+            return []
+        return [
+            Violation(
+                "CDK-REGION",
+                "region",
+                "The spec names another region than its stack's.",
+                spec.region,
+                f"the stack's region, {region}",
+                "remove region from the spec, or deploy the stack to that region",
+            )
+        ]
+
+    def _code_asset(self, spec: TrainingSpec, include_helper: bool) -> s3_assets.Asset | None:
+        """``source_dir`` (or the lone entry point) as a deterministic gzip tar asset."""
+        source = spec.source_dir
+        if source is not None and (is_token(source) or source.startswith("s3://")):
+            return None
+        extra = {RUNTIME_HELPER_PACKAGE: RUNTIME_HELPER} if include_helper else {}
+        if source is not None and (Path(source) / RUNTIME_HELPER_PACKAGE).exists():
+            extra = {}  # the code ships its own copy of the helper; it wins
+        if source is None:
+            entry = Path(spec.entry_point)
+            if not entry.is_file():
+                return None  # FW-ENTRY-POINT explains; without a file there is nothing to ship
+            extra[entry.name] = entry
+            bundle = source_bundle(None, extra)
+        elif not Path(source).is_dir():
+            return None  # FW-SOURCE-DIR explains
+        else:
+            bundle = source_bundle(Path(source), extra)
+        return self.runner.code_asset(bundle)
+
+    def _dlc_image(self, spec: TrainingSpec) -> tuple[str | None, str | None]:
+        """The region's Deep Learning Container and its account, from aws-cdk-lib's facts."""
+        region = self.arns.region
+        context = RuleContext(spec, Deployment(region=region), is_token)
+        if spec.framework_version is None or spec.py_version is None:
+            return None, None
+        account: str | None
+        if is_token(region):
+            account = self.runner.stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
+            suffix = Aws.URL_SUFFIX
+        else:
+            fact_account, fact_suffix = _region_facts(region)
+            account = fact_account or catalog.DLC_ACCOUNTS.get(region)
+            suffix = fact_suffix or "amazonaws.com"
+            if account is None:
+                return None, None  # FW-REGION explains
+        uri = (
+            f"{account}.dkr.ecr.{region}.{suffix}/{image_repository(context)}:{image_tag(context)}"
+        )
+        return uri, account
+
+    # -- permissions ------------------------------------------------------------------------------
+
+    def _execution_role(self) -> iam.Role:
+        """SageMaker's role for this task's jobs, with SageMaker's confused-deputy conditions."""
+        return iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal(
+                permissions.SAGEMAKER,
+                conditions={
+                    "StringEquals": {"aws:SourceAccount": self.arns.account},
+                    "ArnLike": {"aws:SourceArn": self.arns.training_jobs(self.job_name_prefix)},
+                },
+            ),
+            description=f"SageMaker execution role of {self.path}",
+        )
+
+    def _grant_execution_role(self, *, owned: bool) -> None:
+        """The channels, output, code, logs, image, keys and VPC of the job, in one policy."""
+        request, spec, arns = self.request, self.spec, self.arns
+        reads = [
+            c["DataSource"]["S3DataSource"]["S3Uri"]
+            for c in request.get("InputDataConfig", [])
+            if c["ChannelName"] != "code"
+        ]
+        writes = [request["OutputDataConfig"]["S3OutputPath"]]
+        if spec.checkpoint_s3_uri:
+            writes.append(spec.checkpoint_s3_uri)
+            reads.append(spec.checkpoint_s3_uri)  # spot jobs resume from their checkpoints
+        image = request["AlgorithmSpecification"]["TrainingImage"]
+        statements = [
+            *permissions.s3_read(arns, reads),
+            *permissions.s3_write(arns, writes),
+            *permissions.logs_and_metrics(arns, self.job_name_prefix),
+            *permissions.image_pull(arns, image, self._image_account),
+        ]
+        if spec.subnets:
+            statements += permissions.vpc_interfaces(arns, spec.subnets, spec.security_group_ids)
+        for key, is_volume in ((spec.volume_kms_key, True), (spec.output_kms_key, False)):
+            if key and (is_token(key) or key.startswith("arn:")):
+                statements.append(permissions.kms_use(key, volume=is_volume))
+        if self.code_asset is not None:
+            asset = self.code_asset
+            code_object = f"arn:{arns.partition}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"
+            statements.append(permissions.allow(["s3:GetObject"], [code_object]))
+        document = {"Version": "2012-10-17", "Statement": statements}
+        if owned and isinstance(self.role, iam.Role):
+            # Inline in the role: one resource per job instead of two.
+            cfn_role = self.role.node.default_child
+            assert isinstance(cfn_role, iam.CfnRole)
+            cfn_role.policies = [
+                iam.CfnRole.PolicyProperty(policy_name="Training", policy_document=document)
+            ]
+            scope: Construct = self.role
+        else:
+            scope = permissions.policy(self, "ExecutionPolicy", statements, self.role)
+        self._acknowledge_execution_policy(scope, reads, writes, statements)
+
+    def _acknowledge_execution_policy(
+        self,
+        scope: Construct,
+        reads: list[str],
+        writes: list[str],
+        statements: list[permissions.Statement],
+    ) -> None:
+        acknowledgments = nag.Acknowledgments(scope, self.runner.nag_ids)
+        prefixes = [
+            location.objects_arn(self.arns) for location in permissions.locations([*reads, *writes])
+        ]
+        acknowledgments.wildcards(
+            "Channels are S3 prefixes: the job reads every object under each channel prefix and "
+            "writes its artifacts and checkpoints under {output}/{job name}/, whose keys are not "
+            "known at synth. Nothing outside these prefixes is granted.",
+            resources=sorted(set(prefixes)),
+        )
+        acknowledgments.wildcards(
+            "SageMaker names log streams {job name}/algo-N-...; the grant covers this job "
+            "prefix's streams in /aws/sagemaker/TrainingJobs only.",
+            resources=[permissions.training_log_streams(self.arns, self.job_name_prefix)],
+        )
+        acknowledgments.wildcards(
+            "Only for actions without resource-level permissions: ecr:GetAuthorizationToken, "
+            "cloudwatch:PutMetricData (restricted to SageMaker's namespace by condition) and, "
+            "for VPC jobs, the ec2:Describe* calls SageMaker makes.",
+            resources=["*"] if any(s["Resource"] == "*" for s in statements) else [],
+        )
+        if self.spec.subnets:
+            acknowledgments.wildcards(
+                "SageMaker creates and deletes the job's network interfaces, whose ids are not "
+                "known before the job starts.",
+                resources=[permissions.network_interfaces(self.arns)],
+            )
+        acknowledgments.record()
+
+    def _control_role(self) -> iam.Role:
+        """The role the shared Lambdas assume for this task's jobs (and nothing else).
+
+        Its policy is rendered at synth: it names the state machines that contain the task,
+        which exist only once the user has built them.
+        """
+        runner = self.runner
+        role = iam.Role(
+            self,
+            "ControlRole",
+            assumed_by=iam.CompositePrincipal(
+                *(iam.ArnPrincipal(arn) for arn in runner.lambda_role_arns)
+            ),
+            path=runner.control_role_path,
+            description=f"Submits, follows and stops the training jobs of {self.path}",
+        )
+        iam.CfnPolicy(
+            self,
+            "ControlPolicy",
+            policy_name="TrainingControl",
+            roles=[role.role_name],
+            policy_document=at_synth(
+                lambda: {"Version": "2012-10-17", "Statement": self.control_statements()}
+            ),
+        )
+        nag.Acknowledgments(self, runner.nag_ids).wildcards(
+            f"Training job names are derived per attempt under the prefix "
+            f"'{self.job_name_prefix}-'; the wildcard covers exactly those jobs (creation is "
+            "further narrowed by condition keys to what the spec declares).",
+            resources=[self.arns.training_jobs(self.job_name_prefix)],
+        ).record()
+        return role
+
+    def control_statements(self) -> list[permissions.Statement]:
+        """What the control role may do: this prefix's jobs, the role, its state machines."""
+        jobs = self.arns.training_jobs(self.job_name_prefix)
+        machines = self.runner.containing_state_machines(self)
+        statements = [
+            permissions.allow(
+                ["sagemaker:CreateTrainingJob"],
+                [jobs],
+                conditions.create_training_job(self.request, runner_id=self.runner.runner_id),
+            ),
+            permissions.allow(
+                [
+                    "sagemaker:DescribeTrainingJob",
+                    "sagemaker:StopTrainingJob",
+                    "sagemaker:AddTags",
+                    "sagemaker:ListTags",
+                ],
+                [jobs],
+            ),
+            permissions.allow(
+                ["iam:PassRole"],
+                [self.role.role_arn],
+                {"StringEquals": {"iam:PassedToService": permissions.SAGEMAKER}},
+            ),
+        ]
+        if machines:
+            statements += [
+                permissions.allow(
+                    ["states:SendTaskSuccess", "states:SendTaskFailure"],
+                    [m.arn for m in machines],
+                ),
+                # Whether the execution still runs: a job whose execution ended is stopped.
+                permissions.allow(["states:DescribeExecution"], [m.executions for m in machines]),
+            ]
+        return statements
+
+    # -- the state --------------------------------------------------------------------------------
+
+    @property
+    def _task_metrics(self) -> sfn.TaskMetricsConfig | None:
+        return sfn.TaskMetricsConfig(
+            metric_prefix_singular="LambdaFunction",
+            metric_prefix_plural="LambdaFunctions",
+            metric_dimensions={"LambdaFunctionArn": self.runner.submit_function.function_arn},
+        )
+
+    @property
+    def _task_policies(self) -> list[iam.PolicyStatement] | None:
+        return self.runner.invoke_statements
+
+    def _spec_for_lambda(self) -> TrainingSpec:
+        """The spec as the submit Lambda validates it: the code is the uploaded object."""
+        if self.code_asset is None or self.spec.source_dir is None:
+            return self.spec
+        return dataclasses.replace(self.spec, source_dir=self.code_asset.s3_object_url)
+
+    @functools.cached_property
+    def _static_payload(self) -> dict[str, Any]:
+        deployment = {
+            key: value
+            for key, value in dataclasses.asdict(self.deployment).items()
+            if value is not None and key != "job_name"
+        }
+        return {
+            "request": self.request,
+            "spec": spec_to_dict(self._spec_for_lambda()),
+            "deployment": deployment,
+            "jobNamePrefix": self.job_name_prefix,
+            "tokenTtlSeconds": _ttl(self.completion_timeout_seconds),
+            "controlRoleArn": self.control_role.role_arn,
+            "runnerId": self.runner.runner_id,
+        }
+
+    def _payload(self, jsonata: bool) -> dict[str, Any]:
+        payload = dict(self._static_payload)
+        if jsonata:
+            payload["context"] = {
+                key: f"{{% $states.context.{path} %}}" for key, path in _CONTEXT.items()
+            }
+            if self._overrides is not None:
+                payload["input"] = self._overrides.value
+            if self._job_key is not None:
+                payload["jobKey"] = self._job_key
+            return payload
+        payload["context"] = {f"{key}.$": f"$$.{path}" for key, path in _CONTEXT.items()}
+        dynamic: dict[str, Any] = {}
+        if self._overrides is not None:
+            dynamic["input"] = self._overrides.value
+        if self._job_key is not None:
+            dynamic["jobKey"] = self._job_key
+        if dynamic:
+            payload.update(sfn.FieldUtils.render_object(dynamic) or {})
+        return payload
+
+    def to_state_json(
+        self, top_level_query_language: sfn.QueryLanguage | None = None
+    ) -> Mapping[Any, Any]:
+        """The task state, in the query language in effect (its own, else the state machine's)."""
+        language = self._own_query_language or top_level_query_language
+        jsonata = language == sfn.QueryLanguage.JSONATA
+        if self._overrides is not None and not jsonata and _is_jsonata(self._overrides.value):
+            raise ValueError(f"{self.path}: a JSONata override needs a JSONata task")
+        state: dict[str, Any] = {
+            **self._render_query_language(top_level_query_language),
+            **self._render_next_end(),
+            **self._render_retry_catch(top_level_query_language),
+            "Type": "Task",
+        }
+        rendered: Mapping[str, Any] | None
+        if self._rendered_fields["Comment"] is not None:
+            state["Comment"] = self._rendered_fields["Comment"]
+        state["TimeoutSeconds"] = self.completion_timeout_seconds
+        rendered = self._render_input_output()
+        state.update(rendered or {})
+        result_path = self._rendered_fields["ResultPath"]
+        if result_path is not None:
+            state["ResultPath"] = None if result_path == sfn.JsonPath.DISCARD else result_path
+        state.update(self._render_result_selector() or {})
+        if self._rendered_fields["Output"] is not None:
+            state["Output"] = self._rendered_fields["Output"]
+        state.update(self._render_assign(top_level_query_language) or {})
+        state["Resource"] = f"arn:{Aws.PARTITION}:states:::lambda:invoke.waitForTaskToken"
+        arguments = {
+            "FunctionName": self.runner.submit_function.function_arn,
+            "Payload": self._payload(jsonata),
+        }
+        state["Arguments" if jsonata else "Parameters"] = arguments
+        return state
+
+
+def _ttl(timeout: int | str) -> int:
+    """How long the run table keeps a job: its completion timeout and a day (28 days + 2)."""
+    day = 24 * 3600
+    return (timeout if isinstance(timeout, int) else 30 * day) + day
+
+
+def _is_jsonata(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().startswith("{%")
+
+
+__all__: Sequence[str] = ["HeterogeneousTrainingTask", "default_job_name_prefix"]
