@@ -1,7 +1,13 @@
 #!/usr/bin/env python3
-"""Example app: a heterogeneous training job, a CPU group feeding a torch_distributed GPU group.
+"""Example app: heterogeneous training, on its own and inside a train -> model -> register pipeline.
 
-`make synth` synthesizes it with the CDK CLI; cdk-nag (AwsSolutions) checks it on every synth.
+- ``HeteroTrainingExample``: one training job (a CPU group feeding a torch_distributed GPU
+  group) with a state machine of its own.
+- ``HeteroTrainingPipeline``: the same job as a task in a pipeline: preprocess (a Lambda) ->
+  train -> create the SageMaker model -> register it in a model package group; a training
+  failure is caught and notified.
+
+`make synth` synthesizes both with the CDK CLI; cdk-nag (AwsSolutions) checks them on every synth.
 """
 
 from __future__ import annotations
@@ -9,7 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
 from cdk_nag import AwsSolutionsChecks
 from constructs import Construct
 
@@ -17,13 +30,48 @@ from hetero_constructs import (
     DistributedTraining,
     Framework,
     HeterogeneousTrainingJob,
+    HeterogeneousTrainingTask,
     InstanceGroup,
     TrainingChannel,
     TrainingSpec,
     bucket_uri,
 )
+from hetero_constructs.cdk.hygiene import depend_on_policy_only
+from hetero_constructs.cdk.runner import RUNTIME
 
 EXAMPLE_CODE = Path(__file__).parent / "examples" / "hetero_training"
+PIPELINE_CODE = Path(__file__).parent / "examples" / "pipeline"
+
+
+def example_spec(data: s3.IBucket) -> TrainingSpec:
+    """2 x ml.c5.18xlarge preprocess and serve the data, 2 x ml.p4d.24xlarge train (torchrun)."""
+    data_group = InstanceGroup("data", "ml.c5.18xlarge", 2)
+    gpu_group = InstanceGroup("gpu", "ml.p4d.24xlarge", 2)
+    return TrainingSpec(
+        framework=Framework.PYTORCH,
+        framework_version="2.3.0",
+        py_version="py311",
+        entry_point="train.py",
+        source_dir=str(EXAMPLE_CODE),
+        instance_groups=[data_group, gpu_group],
+        channels=[
+            TrainingChannel(
+                "train",
+                bucket_uri(data, "datasets/train/"),
+                instance_groups=[data_group],
+            )
+        ],
+        distribution=DistributedTraining.torch_distributed(instance_group=gpu_group),
+        hyperparameters={"epochs": 3, "batch_size": 256, "learning_rate": 0.01},
+        output_path=bucket_uri(data, "training-output/"),
+        max_run=4 * 3600,
+        tags={"project": "hetero-example"},
+    )
+
+
+def data_bucket(scope: Construct) -> s3.IBucket:
+    name = scope.node.try_get_context("data_bucket") or "example-training-data"
+    return s3.Bucket.from_bucket_name(scope, "Data", name)
 
 
 class HeteroTrainingStack(cdk.Stack):
@@ -31,46 +79,196 @@ class HeteroTrainingStack(cdk.Stack):
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
-        data = s3.Bucket.from_bucket_name(
-            self, "Data", self.node.try_get_context("data_bucket") or "example-training-data"
-        )
-        data_group = InstanceGroup("data", "ml.c5.18xlarge", 2)
-        gpu_group = InstanceGroup("gpu", "ml.p4d.24xlarge", 2)
         self.job = HeterogeneousTrainingJob(
+            self, "Training", job_name_prefix="hetero-example", spec=example_spec(data_bucket(self))
+        )
+
+
+class HeteroTrainingPipelineStack(cdk.Stack):
+    """Preprocess -> heterogeneous training -> SageMaker model -> model package; failures notified."""
+
+    def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
+        super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        data = data_bucket(self)
+        preprocess = self._preprocess_function(bucket_uri(data, "datasets/train/"))
+        prepare = tasks.LambdaInvoke(
             self,
-            "Training",
-            job_name_prefix="hetero-example",
-            spec=TrainingSpec(
-                framework=Framework.PYTORCH,
-                framework_version="2.3.0",
-                py_version="py311",
-                entry_point="train.py",
-                source_dir=str(EXAMPLE_CODE),
-                instance_groups=[data_group, gpu_group],
-                channels=[
-                    TrainingChannel(
-                        "train",
-                        bucket_uri(data, "datasets/train/"),
-                        instance_groups=[data_group],
-                    )
-                ],
-                distribution=DistributedTraining.torch_distributed(instance_group=gpu_group),
-                hyperparameters={"epochs": 3, "batch_size": 256, "learning_rate": 0.01},
-                output_path=bucket_uri(data, "training-output/"),
-                max_run=4 * 3600,
-                tags={"project": "hetero-example"},
+            "Preprocess",
+            lambda_function=preprocess,
+            payload_response_only=True,
+            result_path="$.prepared",
+            retry_on_service_exceptions=True,
+        )
+        self.train = HeterogeneousTrainingTask(
+            self,
+            "Train",
+            job_name_prefix="hetero-pipeline",
+            spec=example_spec(data),
+            # The preprocessing step's result is the run's overrides.
+            overrides=sfn.TaskInput.from_json_path_at("$.prepared"),
+            result_path="$.training",
+        )
+        model_role = iam.Role(
+            self,
+            "ModelRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description="SageMaker model of the example pipeline",
+        )
+        model_role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"],
+                resources=[data.arn_for_objects("training-output/hetero-pipeline-*")],
+            )
+        )
+        create_model = tasks.SageMakerCreateModel(
+            self,
+            "Create model",
+            model_name=sfn.JsonPath.string_at("$.training.TrainingJobName"),
+            primary_container=tasks.ContainerDefinition(
+                image=tasks.DockerImage.from_json_expression(
+                    sfn.JsonPath.string_at("$.training.AlgorithmSpecification.TrainingImage")
+                ),
+                model_s3_location=tasks.S3Location.from_json_expression(
+                    "$.training.ModelArtifacts.S3ModelArtifacts"
+                ),
+            ),
+            role=model_role,
+            result_path="$.model",
+        )
+        group = sagemaker.CfnModelPackageGroup(
+            self,
+            "Models",
+            model_package_group_name="hetero-example-models",
+            model_package_group_description="Models trained by the example pipeline",
+        )
+        register = tasks.CallAwsService(
+            self,
+            "Register model",
+            service="sagemaker",
+            action="createModelPackage",
+            parameters={
+                "ModelPackageGroupName": group.model_package_group_name,
+                "ModelApprovalStatus": "PendingManualApproval",
+                "InferenceSpecification": {
+                    "Containers": [
+                        {
+                            "Image": sfn.JsonPath.string_at(
+                                "$.training.AlgorithmSpecification.TrainingImage"
+                            ),
+                            "ModelDataUrl": sfn.JsonPath.string_at(
+                                "$.training.ModelArtifacts.S3ModelArtifacts"
+                            ),
+                        }
+                    ],
+                    "SupportedContentTypes": ["application/json"],
+                    "SupportedResponseMIMETypes": ["application/json"],
+                },
+            },
+            iam_resources=[
+                group.attr_model_package_group_arn,
+                self.format_arn(
+                    service="sagemaker",
+                    resource="model-package",
+                    resource_name=f"{group.model_package_group_name}/*",
+                ),
+            ],
+            result_path="$.registered",
+        )
+        register.node.add_dependency(group)
+        topic = sns.Topic(
+            self,
+            "TrainingFailures",
+            enforce_ssl=True,
+            master_key=None,
+            display_name="Example pipeline training failures",
+        )
+        notify = tasks.SnsPublish(
+            self,
+            "Notify failure",
+            topic=topic,
+            subject="Training failed",
+            message=sfn.TaskInput.from_json_path_at("$.failure"),
+            result_path=sfn.JsonPath.DISCARD,
+        ).next(sfn.Fail(self, "Pipeline failed", error_path="$.failure.Error"))
+        # Any training failure (HeteroTraining.* error names, see TrainingErrors) is notified.
+        self.train.add_catch(notify, errors=["States.ALL"], result_path="$.failure")
+        registered = sfn.Succeed(self, "Registered")
+        definition = prepare.next(self.train).next(create_model).next(register).next(registered)
+        self._acknowledge()
+        self.state_machine = state_machine = sfn.StateMachine(
+            self,
+            "Pipeline",
+            definition_body=sfn.DefinitionBody.from_chainable(definition),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(
+                destination=logs.LogGroup(
+                    self,
+                    "PipelineLogs",
+                    retention=logs.RetentionDays.ONE_YEAR,
+                    removal_policy=cdk.RemovalPolicy.DESTROY,
+                ),
+                level=sfn.LogLevel.ALL,
             ),
         )
+        depend_on_policy_only(state_machine, state_machine.role)
+
+    def _acknowledge(self) -> None:
+        """cdk-nag findings of aws-cdk-lib's own tasks in this pipeline, each with its reason."""
+        iam5 = "AwsSolutions::AwsSolutions-IAM5"
+        partition_region_account = "arn:<AWS::Partition>:sagemaker:us-west-2:<AWS::AccountId>"
+        acknowledgments = {
+            f"{iam5}[Resource::*]": "X-Ray tracing and Step Functions log delivery support only "
+            "'*'; SageMakerCreateModel's role may create network interfaces for VPC models.",
+            f"{iam5}[Resource::<PreprocessFunctionAF9E4590.Arn>:*]": "aws-cdk-lib's LambdaInvoke "
+            "grants the function's versions and aliases.",
+            f"{iam5}[Resource::{partition_region_account}:model/*]": "Model names are the "
+            "training job names, chosen per run.",
+            f"{iam5}[Resource::{partition_region_account}:model-package/hetero-example-models/*]": (
+                "Model package versions are numbered by SageMaker within the group."
+            ),
+            f"{iam5}[Resource::arn:<AWS::Partition>:s3:::example-training-data/training-output/"
+            "hetero-pipeline-*]": "The model reads the artifacts of this pipeline's jobs only.",
+        }
+        cdk.Validations.of(self).acknowledge(
+            *(cdk.Acknowledgment(id=i, reason=r) for i, r in acknowledgments.items())
+        )
+
+    def _preprocess_function(self, training_prefix: str) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self,
+            "PreprocessLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        role = iam.Role(
+            self,
+            "PreprocessRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Preprocessing step of the example pipeline",
+        )
+        log_group.grant_write(role)
+        function = lambda_.Function(
+            self,
+            "PreprocessFunction",
+            runtime=RUNTIME,
+            handler="preprocess.handler",
+            code=lambda_.Code.from_asset(str(PIPELINE_CODE), exclude=["**/__pycache__"]),
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            timeout=cdk.Duration.seconds(30),
+            environment={"TRAINING_DATA_PREFIX": training_prefix},
+        )
+        depend_on_policy_only(function, role)  # cfn-lint W3005: the role is referenced anyway
+        return function
 
 
 def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HeteroTrainingStack]:
     """The example app with cdk-nag's AwsSolutions checks attached."""
     app = app or cdk.App()
-    stack = HeteroTrainingStack(
-        app,
-        "HeteroTrainingExample",
-        env=cdk.Environment(region=app.node.try_get_context("region") or "us-west-2"),
-    )
+    env = cdk.Environment(region=app.node.try_get_context("region") or "us-west-2")
+    stack = HeteroTrainingStack(app, "HeteroTrainingExample", env=env)
+    HeteroTrainingPipelineStack(app, "HeteroTrainingPipeline", env=env)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return app, stack
 

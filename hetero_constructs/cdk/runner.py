@@ -134,13 +134,10 @@ class TrainingRunner(Construct):
         self._grant_shared()
         self._rules(reconcile_interval or Duration.minutes(5))
         self.alarms = self._alarms()
+        # Tasks invoke the unqualified function: no version or alias wildcard is needed.
         self.invoke_statements = [
             iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"],
-                resources=[
-                    self.submit_function.function_arn,
-                    f"{self.submit_function.function_arn}:*",
-                ],
+                actions=["lambda:InvokeFunction"], resources=[self.submit_function.function_arn]
             )
         ]
 
@@ -410,9 +407,6 @@ class TrainingRunner(Construct):
                 "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support "
                 "only '*'.",
                 resources=["*"],
-            ).wildcards(
-                "The training task invokes the submit function's versions and aliases too.",
-                resources=[f"{self.submit_function.function_arn}:*"],
             ).record()
             self._state_machine_role = role
         return self._state_machine_role
