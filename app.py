@@ -85,7 +85,7 @@ class HeteroTrainingStack(cdk.Stack):
 
 
 class HeteroTrainingPipelineStack(cdk.Stack):
-    """Preprocess -> heterogeneous training -> SageMaker model -> model package; failures notified."""
+    """Preprocess -> heterogeneous training -> SageMaker model -> model package (or notify)."""
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
