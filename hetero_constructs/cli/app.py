@@ -209,12 +209,10 @@ def rules(json_flag: bool) -> int:
 # -- run ---------------------------------------------------------------------------------------
 
 
-def _execution_name_limit() -> int:
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("stepfunctions")
-    shape = model.operation_model("StartExecution").input_shape.members["name"]
-    return int(shape.metadata["max"])
+def _execution_name_limit(stepfunctions: Any) -> int:
+    """StartExecution's limit on the name, from the client's service model."""
+    operation = stepfunctions.meta.service_model.operation_model("StartExecution")
+    return int(operation.input_shape.members["name"].metadata["max"])
 
 
 def _new_execution_name(now: datetime) -> str:
@@ -251,14 +249,14 @@ def run(
     aws = _aws(profile, region, endpoint_url)
     execution_input = read_input(input_text)
     name = name or _new_execution_name(datetime.now(UTC))
-    limit = _execution_name_limit()
+    session = aws.session()
+    stepfunctions = aws.client("stepfunctions", session)
+    limit = _execution_name_limit(stepfunctions)
     if len(name) > limit:
         raise CliError(
             f"The execution name has {len(name)} characters. Given: {name!r}. Allowed: 1 to "
             f"{limit} characters (letters, digits, - and _). Fix: pass a shorter --name."
         )
-    session = aws.session()
-    stepfunctions = aws.client("stepfunctions", session)
     machine = resolve_state_machine(
         target, stepfunctions=stepfunctions, cloudformation=aws.client("cloudformation", session)
     )
@@ -366,7 +364,7 @@ def status(
         rows.append(["violation", f"[{violation.get('rule')}] {violation.get('message')}"])
     table = out.table(["", ""], rows)
     table.show_header = False
-    out.console.print(table)
+    out.show(table)
     return EXIT_SUCCEEDED
 
 
@@ -548,7 +546,7 @@ def list_runs(
         ]
         for r in runs
     ]
-    out.console.print(out.table(["run", "status", "started", "duration", "training job"], rows))
+    out.show(out.table(["run", "status", "started", "duration", "training job"], rows))
     return EXIT_SUCCEEDED
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
+import botocore.loaders
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
@@ -18,6 +21,13 @@ from botocore.exceptions import (
 
 # The SDK's standard retry mode rides out throttling while a run is followed.
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8})
+
+
+@functools.cache
+def _service_models() -> botocore.loaders.Loader:
+    """One loader per process: each service model (SageMaker's is large) is parsed once, not
+    once per session (the local runner and the tests open many)."""
+    return botocore.loaders.create_loader()
 
 
 @dataclass(frozen=True)
@@ -42,7 +52,9 @@ class AwsOptions:
     endpoint_url: str | None = None
 
     def session(self) -> boto3.Session:
-        return boto3.Session(profile_name=self.profile, region_name=self.region)
+        core = botocore.session.Session(profile=self.profile)
+        core.register_component("data_loader", _service_models())
+        return boto3.Session(botocore_session=core, region_name=self.region)
 
     def client(self, service: str, session: boto3.Session | None = None) -> Any:
         return (session or self.session()).client(

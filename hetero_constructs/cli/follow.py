@@ -34,6 +34,7 @@ from hetero_constructs.cli.output import (
     duration_text,
     json_default,
     make_console,
+    print_renderable,
 )
 from hetero_constructs.cli.runs import (
     Clock,
@@ -448,7 +449,8 @@ class FollowDisplay:
                     f"{job.name}: the instance group of {', '.join(groups.unknown_hosts)} is not "
                     "known (its log did not say); those lines show the host only",
                 )
-        self.console.print(
+        print_renderable(
+            self.console,
             Group(
                 Text.assemble(
                     "Run ",
@@ -458,7 +460,7 @@ class FollowDisplay:
                     f" after {duration_text(execution.duration(now))}",
                 ),
                 grid,
-            )
+            ),
         )
 
 

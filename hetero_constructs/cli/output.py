@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
 
@@ -76,6 +76,10 @@ class Output:
             else f"note: {escape(text)}"
         )
 
+    def show(self, renderable: RenderableType) -> None:
+        """Print on standard output; in plain mode without the padding rich adds to lines."""
+        print_renderable(self.console, renderable)
+
     def table(self, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
         """A table: ruled and coloured on a terminal, aligned plain columns elsewhere."""
         table = Table(
@@ -88,6 +92,18 @@ class Output:
         for row in rows:
             table.add_row(*row)
         return table
+
+
+def print_renderable(console: Console, renderable: RenderableType) -> None:
+    """``console.print``; in plain mode each line loses the trailing spaces of table cells."""
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    with console.capture() as captured:
+        console.print(renderable)
+    text = "\n".join(line.rstrip() for line in captured.get().splitlines())
+    console.file.write(text + "\n")
+    console.file.flush()
 
 
 def json_default(value: Any) -> Any:

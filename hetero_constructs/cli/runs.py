@@ -388,7 +388,8 @@ def describe_event(event: Mapping[str, Any]) -> str:
             break
     else:
         details = {}
-    words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind).lower()
+    # "ExecutionSucceeded" -> "succeeded": the display labels these lines "execution".
+    words = re.sub(r"(?<!^)(?=[A-Z])", " ", kind).lower().removeprefix("execution ")
     if kind.endswith("StateEntered"):
         return f'entered "{details.get("name", "?")}"'
     if kind.endswith("StateExited"):
