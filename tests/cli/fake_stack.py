@@ -109,10 +109,11 @@ def moto_gaps() -> Iterator[None]:
     original_stop = Execution.stop
 
     def stop_execution(execution: Any, stop_date: datetime, error: Any, cause: Any) -> None:
-        original_stop(execution, stop_date, error, cause)
+        # Marked first: the interpreter's thread ends the program as soon as it is stopped.
         if execution.exec_status == ExecutionStatus.RUNNING:
             execution.exec_status = ExecutionStatus.ABORTED
             execution.stop_date = stop_date
+        original_stop(execution, stop_date, error, cause)
 
     original_reflect = BaseExecutionWorkerCommunication._reflect_execution_status
 
