@@ -1,0 +1,127 @@
+"""The execution input: read from ``--input``, checked locally as the submit Lambda will.
+
+The state machine's definition carries what the submit Lambda gets: its task's payload holds
+the synthesized ``spec`` (and ``request``, ``deployment``, ``jobNamePrefix``). The input is
+checked with the core's own functions (``apply_overrides``, ``read_spec``, ``plan``) in the
+order the Lambda's ``prepare`` uses them, so a run that would fail at submission is never
+started.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hetero_constructs.cli.output import CliError
+from hetero_constructs.core.context import Deployment
+from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.overrides import apply_overrides
+from hetero_constructs.core.plan import plan
+from hetero_constructs.core.spec_file import read_spec
+from hetero_constructs.core.violations import Violation
+
+_DEPLOYMENT_FIELDS = frozenset(f.name for f in dataclasses.fields(Deployment)) - {"job_name"}
+
+
+def read_input(text: str | None) -> Any:
+    """``--input``: JSON text, or ``@file`` holding JSON; ``{}`` when not given."""
+    if text is None:
+        return {}
+    source = "--input"
+    if text.startswith("@"):
+        path = Path(text[1:])
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise CliError(
+                f"The input file cannot be read. Given: {str(path)!r}. Allowed: a readable "
+                f"UTF-8 file holding a JSON object. Fix: {error}."
+            ) from None
+        source = str(path)
+    try:
+        return json.loads(text)
+    except ValueError as error:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise CliError(
+            f"The execution input in {source} is not JSON ({error}). Given: {shown!r}. "
+            'Allowed: a JSON object such as \'{"hyperparameters": {"epochs": 5}}\'. '
+            "Fix: quote the JSON for the shell, or put it in a file and pass --input @file."
+        ) from None
+
+
+@dataclass(frozen=True)
+class SubmitTask:
+    """A state of the definition that submits a training job, and its payload."""
+
+    state_name: str
+    payload: Mapping[str, Any]
+
+
+def _states(states: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every state, nested ones too (Parallel branches, Map item processors)."""
+    for name, state in states.items():
+        if not isinstance(state, Mapping):
+            continue
+        yield name, state
+        for branch in state.get("Branches", []) or []:
+            if isinstance(branch, Mapping):
+                yield from _states(branch.get("States", {}))
+        for key in ("ItemProcessor", "Iterator"):
+            inner = state.get(key)
+            if isinstance(inner, Mapping):
+                yield from _states(inner.get("States", {}))
+
+
+def find_submit_tasks(definition: Mapping[str, Any]) -> list[SubmitTask]:
+    """States whose payload has ``spec`` and ``request`` (JSONPath ``Parameters`` or
+    JSONata ``Arguments``)."""
+    found = []
+    for name, state in _states(definition.get("States", {})):
+        for key in ("Parameters", "Arguments"):
+            block = state.get(key)
+            payload = block.get("Payload") if isinstance(block, Mapping) else None
+            if isinstance(payload, Mapping) and "spec" in payload and "request" in payload:
+                found.append(SubmitTask(name, payload))
+    return found
+
+
+@dataclass(frozen=True)
+class InputCheck:
+    """What the submit Lambda would do with this input: the job's name and request, or why
+    it would refuse."""
+
+    state_name: str
+    job_name: str | None
+    request: dict[str, Any] | None
+    violations: tuple[Violation, ...]
+
+
+def check_input(task: SubmitTask, execution_input: Any, execution_name: str) -> InputCheck:
+    """Validate ``execution_input`` for ``task`` as the submit Lambda will."""
+    payload = task.payload
+    overridden = apply_overrides(payload["spec"], execution_input)
+    if overridden.violations:
+        return InputCheck(task.state_name, None, None, overridden.violations)
+    reading = read_spec(overridden.spec)
+    if reading.spec is None:
+        return InputCheck(task.state_name, None, None, reading.violations)
+    prefix = payload.get("jobNamePrefix")
+    name = None
+    if isinstance(prefix, str):
+        if overridden.job_name_prefix:
+            prefix = f"{prefix}-{overridden.job_name_prefix}"
+        name = execution_job_name(prefix, execution_name)
+    given = payload.get("deployment")
+    fields = (
+        {k: v for k, v in given.items() if k in _DEPLOYMENT_FIELDS}
+        if isinstance(given, Mapping)
+        else {}
+    )
+    result = plan(reading.spec, Deployment(job_name=name, **fields))
+    if result.request is not None:
+        return InputCheck(task.state_name, name, result.request, ())
+    return InputCheck(task.state_name, name, None, (*reading.violations, *result.violations))

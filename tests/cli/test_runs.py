@@ -1,0 +1,365 @@
+"""hetero-train against a fake training stack in moto, in this process (``mock_aws``)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hetero_constructs.cli import main
+from hetero_constructs.cli.aws import RunClients
+from hetero_constructs.cli.follow import EXIT_INTERRUPTED, follow_run
+from hetero_constructs.cli.output import make_console
+from hetero_constructs.core.naming import execution_job_name
+from tests.cli.fake_stack import CONSTRUCT_PATH, PREFIX, STACK, FakeStack, Scenario
+
+REPO = Path(__file__).parents[2]
+
+
+def cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = main(list(args), out=out)
+    return code, out.getvalue()
+
+
+def clients(stack: FakeStack) -> RunClients:
+    return RunClients(stack.stepfunctions, stack.sagemaker, stack.logs)
+
+
+def start(stack: FakeStack, name: str, *extra: str) -> str:
+    code, text = cli("run", STACK, "Training", "--name", name, "--no-follow", "--json", *extra)
+    assert code == 0, text
+    return str(json.loads(text)["executionArn"])
+
+
+def follow(stack: FakeStack, scenario: Scenario, **kwargs: Any) -> tuple[int, str]:
+    text = io.StringIO()
+    result = follow_run(
+        clients(stack),
+        scenario.execution_arn,
+        make_console(text, terminal=False),
+        poll_seconds=0,
+        sleep=scenario.step,
+        **kwargs,
+    )
+    return result.exit_code, text.getvalue()
+
+
+# -- run: targets, local validation, start -----------------------------------------------------
+
+
+def test_run_starts_an_execution_with_the_input_and_names_its_job(stack: FakeStack) -> None:
+    code, text = cli(
+        "run",
+        f"{STACK}/Training",
+        "--name",
+        "nightly-1",
+        "--input",
+        '{"hyperparameters": {"epochs": 5}, "job_name_prefix": "exp"}',
+        "--no-follow",
+        "--json",
+    )
+    assert code == 0, text
+    started = json.loads(text)
+    assert started["started"] and started["validated"]
+    assert started["executionArn"] == stack.execution_arn("nightly-1")
+    # The job name is the one the submit Lambda will give (prefix + override + execution name).
+    assert started["trainingJobNames"] == [execution_job_name(f"{PREFIX}-exp", "nightly-1")]
+    described = stack.stepfunctions.describe_execution(executionArn=started["executionArn"])
+    assert json.loads(described["input"])["hyperparameters"] == {"epochs": 5}
+
+
+def test_every_target_form_finds_the_state_machine(stack: FakeStack, tmp_path: Path) -> None:
+    (tmp_path / "input.json").write_text('{"tags": {"run": "42"}}')
+    forms = [
+        [stack.state_machine_arn],
+        [PREFIX],
+        [CONSTRUCT_PATH],
+        [STACK, "Training"],
+    ]
+    for index, target in enumerate(forms):
+        code, text = cli(
+            "run", *target, "--name", f"r{index}", "--input", f"@{tmp_path / 'input.json'}",
+            "--no-follow", "--json",
+        )  # fmt: skip
+        assert code == 0, (target, text)
+        assert json.loads(text)["stateMachineArn"] == stack.state_machine_arn
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        (["no-such-machine"], "No state machine is named 'no-such-machine'"),
+        ([f"{STACK}/Nope"], "exports no training job 'Nope'"),
+        (["NoStack/Training"], "No CloudFormation stack 'NoStack'"),
+    ],
+)
+def test_unknown_targets_say_what_exists(
+    stack: FakeStack, target: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = cli("run", *target, "--no-follow")
+    error = capsys.readouterr().err
+    assert code == 1
+    assert expected in error and "Fix:" in error
+    if "Nope" in expected:
+        assert CONSTRUCT_PATH in error  # the training jobs the stack does export
+
+
+def test_bad_input_starts_nothing(stack: FakeStack, capsys: pytest.CaptureFixture[str]) -> None:
+    code, text = cli(
+        "run",
+        PREFIX,
+        "--input",
+        '{"hyperparameters": 5, "channels": {"validation": "s3://b/v/"}, "epoch": 1}',
+        "--no-follow",
+        "--json",
+    )
+    assert code == 1
+    result = json.loads(text)
+    assert result["started"] is False
+    assert {v["rule"] for v in result["violations"]} == {
+        "OVERRIDE-UNKNOWN-KEY",
+        "OVERRIDE-TYPE",
+        "OVERRIDE-CHANNEL",
+    }
+    # A valid override that breaks a rule of the merged spec is caught too.
+    code, text = cli(
+        "run", PREFIX, "--input", '{"channels": {"train": "bucket/train"}}', "--no-follow"
+    )
+    assert code == 1
+    assert "[API-S3-URI] channels.train.s3_uri" in text
+    assert 'given:   "bucket/train"' in text and "nothing was started" in text
+    code, _ = cli("run", PREFIX, "--input", "{epochs: 1}", "--no-follow")
+    assert code == 1
+    assert "not JSON" in capsys.readouterr().err
+    executions = stack.stepfunctions.list_executions(stateMachineArn=stack.state_machine_arn)
+    assert executions["executions"] == []
+
+
+# -- following a run ---------------------------------------------------------------------------
+
+
+def test_follow_shows_states_job_transitions_and_labelled_logs(stack: FakeStack) -> None:
+    arn = start(stack, "ok-1")
+    code, text = follow(stack, Scenario(stack, arn))
+    assert code == 0, text
+    lines = text.splitlines()
+    assert lines[0].startswith("Run ok-1 of hetero-training, started ")
+    job = execution_job_name(PREFIX, "ok-1")
+    for expected in (
+        "execution started",
+        'execution entered "Run training job"',
+        f"job       {job} created (attempt 0)",
+        "job       Starting: Preparing the instances for training",
+        "job       Downloading: Downloading input data",
+        "job       Training: Training in progress.",
+        "[algo-2 data] algo-2 step 0",
+        "[algo-3 gpu] algo-3 step 2",
+        "execution succeeded",
+        "job       Completed: Training job completed",
+    ):
+        assert any(expected in line for line in lines), expected
+    end = next(i for i, line in enumerate(lines) if line.startswith("Run ok-1 SUCCEEDED"))
+    # Every line between the header and the final screen starts with its time of day.
+    assert all(re.match(r"\d\d:\d\d:\d\d  ", line) for line in lines[1:end])
+    final = text[text.index("Run ok-1 SUCCEEDED") :]
+    assert f"job              {job} (Completed)" in final
+    assert f"model artifacts  s3://bucket/output/{job}/output/model.tar.gz" in final
+    assert "billable time    10m00s on 4 instances" in final
+
+
+def test_a_failed_run_exits_1_with_the_failure_reason(stack: FakeStack) -> None:
+    arn = stack.execution_arn("bad-1")
+    scenario = Scenario(
+        stack, arn, outcome="Failed", reason="AlgorithmError: CUDA out of memory (algo-1)"
+    )
+    driver = threading.Thread(target=scenario.play)
+    out = io.StringIO()
+    # Started and followed by the command itself; the stack plays its part meanwhile.
+    driver.start()
+    code = main(["run", PREFIX, "--name", "bad-1", "--follow", "--poll-interval", "0.05"], out=out)
+    driver.join()
+    text = out.getvalue()
+    assert code == 1, text
+    assert "Run bad-1 FAILED" in text
+    assert "failure reason   AlgorithmError: CUDA out of memory (algo-1)" in text
+    assert "execution failed: TrainingJobFailed" in text
+    code, status = cli("status", "bad-1", "--json")
+    summary = json.loads(status)
+    assert code == 0 and summary["status"] == "FAILED" and not summary["succeeded"]
+    assert summary["failureReason"] == "AlgorithmError: CUDA out of memory (algo-1)"
+    assert summary["jobs"][0]["status"] == "Failed"
+
+
+def test_follow_json_lines(stack: FakeStack) -> None:
+    arn = start(stack, "json-1")
+    text = io.StringIO()
+    scenario = Scenario(stack, arn)
+    result = follow_run(
+        clients(stack), arn, make_console(io.StringIO(), terminal=False),
+        poll_seconds=0, sleep=scenario.step, json_out=text,
+    )  # fmt: skip
+    records = [json.loads(line) for line in text.getvalue().splitlines()]
+    kinds = {record["type"] for record in records}
+    assert kinds == {"execution-event", "job", "job-status", "log", "summary"}
+    logs = [r for r in records if r["type"] == "log"]
+    assert {(r["host"], r["group"]) for r in logs} == {
+        ("algo-1", "gpu"),
+        ("algo-2", "data"),
+        ("algo-3", "gpu"),
+        ("algo-4", "data"),
+    }
+    assert records[-1]["type"] == "summary" and records[-1]["succeeded"] is True
+    assert result.exit_code == 0
+
+
+def test_ctrl_c_stops_following_or_stops_the_run(stack: FakeStack) -> None:
+    arn = start(stack, "int-1")
+    scenario = Scenario(stack, arn, outcome=None)
+    scenario.step()  # the job exists
+
+    def interrupt(_: float) -> None:
+        raise KeyboardInterrupt
+
+    text = io.StringIO()
+    result = follow_run(
+        clients(stack), arn, make_console(text, terminal=False), sleep=interrupt,
+        ask=lambda: "f",
+    )  # fmt: skip
+    assert result.exit_code == EXIT_INTERRUPTED and result.stopped_following
+    assert "Stopped following int-1 (RUNNING); the run goes on" in text.getvalue()
+    assert stack.stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
+
+    calls = iter([KeyboardInterrupt, None, None, None])
+
+    def interrupt_once(_: float) -> None:
+        if next(calls) is KeyboardInterrupt:
+            raise KeyboardInterrupt
+
+    text = io.StringIO()
+    result = follow_run(
+        clients(stack), arn, make_console(text, terminal=False), sleep=interrupt_once,
+        ask=lambda: "s",
+    )  # fmt: skip
+    assert result.exit_code == 1
+    assert f"Stopping the run (execution ABORTED; stopping {scenario.job})" in text.getvalue()
+    assert "Run int-1 ABORTED" in text.getvalue()
+    job = stack.sagemaker.describe_training_job(TrainingJobName=scenario.job)
+    assert job["TrainingJobStatus"] == "Stopping"
+
+
+def test_ctrl_c_without_a_terminal_stops_following(stack: FakeStack) -> None:
+    arn = start(stack, "int-2")
+
+    def interrupt(_: float) -> None:
+        raise KeyboardInterrupt
+
+    result = follow_run(
+        clients(stack), arn, make_console(io.StringIO(), terminal=False), sleep=interrupt
+    )
+    assert result.exit_code == EXIT_INTERRUPTED
+    assert stack.stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
+
+
+# -- status, logs, stop, list -----------------------------------------------------------------
+
+
+def test_logs_interleave_hosts_in_time_order_with_groups(stack: FakeStack) -> None:
+    arn = start(stack, "logs-1")
+    scenario = Scenario(stack, arn)
+    scenario.play()
+    code, text = cli("logs", "logs-1")
+    assert code == 0, text
+    shown = [line.split("  ", 1)[1] for line in text.splitlines()]
+    assert shown[:4] == [
+        "[algo-1 gpu] SM_CURRENT_INSTANCE_GROUP=gpu",
+        "[algo-2 data] SM_CURRENT_INSTANCE_GROUP=data",
+        "[algo-3 gpu] SM_CURRENT_INSTANCE_GROUP=gpu",
+        "[algo-4 data] SM_CURRENT_INSTANCE_GROUP=data",
+    ]
+    # Within each step the hosts logged in reverse number order: the streams interleave.
+    assert shown[4:8] == [
+        "[algo-4 data] algo-4 step 0",
+        "[algo-3 gpu] algo-3 step 0",
+        "[algo-2 data] algo-2 step 0",
+        "[algo-1 gpu] algo-1 step 0",
+    ]
+    assert len(shown) == 16 and shown[-1] == "[algo-1 gpu] algo-1 step 2"
+
+    code, text = cli("logs", arn, "--group", "data", "--json")
+    records = [json.loads(line) for line in text.splitlines()]
+    assert code == 0 and len(records) == 8
+    assert {r["host"] for r in records} == {"algo-2", "algo-4"}
+    assert [r["timestamp"] for r in records] == sorted(r["timestamp"] for r in records)
+
+    code, _ = cli("logs", arn, "--group", "cpu")
+    assert code == 1
+
+
+def test_hosts_whose_group_is_not_logged_show_the_host_only(
+    stack: FakeStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    arn = start(stack, "logs-2")
+    lines = [("algo-1", 0.0, "SM_CURRENT_INSTANCE_GROUP=gpu"), ("algo-1", 0.1, "hello")]
+    lines += [(host, 0.2, f"{host} says hi") for host in ("algo-2", "algo-3", "algo-4")]
+    Scenario(stack, arn, lines=lines).play()
+    code, text = cli("logs", "logs-2")
+    assert code == 0
+    assert "[algo-1 gpu] hello" in text
+    assert "[algo-3] algo-3 says hi" in text
+    assert "the instance group of algo-2, algo-3, algo-4 is not known" in capsys.readouterr().err
+
+
+def test_stop_aborts_the_execution_and_stops_the_job(stack: FakeStack) -> None:
+    arn = start(stack, "stop-1")
+    scenario = Scenario(stack, arn, outcome=None)
+    scenario.play()
+    code, text = cli("stop", "stop-1", "--json")
+    assert code == 0, text
+    stopped = json.loads(text)
+    assert stopped["stoppedExecution"] and stopped["status"] == "ABORTED"
+    assert stopped["stoppedTrainingJobs"] == [scenario.job]
+    assert (
+        stack.sagemaker.describe_training_job(TrainingJobName=scenario.job)["TrainingJobStatus"]
+        == "Stopping"
+    )
+    code, text = cli("stop", arn)
+    assert code == 0 and "had already ended (ABORTED); nothing to stop" in text
+
+
+def test_status_and_list(stack: FakeStack) -> None:
+    first = start(stack, "list-1")
+    Scenario(stack, first).play()
+    second = start(stack, "list-2")
+    running = Scenario(stack, second, outcome=None)
+    running.play()
+    code, text = cli("status", "list-2")
+    assert code == 0
+    for row in (
+        r"status +RUNNING",
+        rf"job \(attempt 0\) +{running.job}",
+        r"  status +InProgress / Training",
+        r"  last transition +Training: Training in progress\.",
+    ):
+        assert re.search(f"^{row}$", text, re.MULTILINE), row
+
+    code, text = cli("list", PREFIX, "--json")
+    runs = {run["name"]: run for run in json.loads(text)["runs"]}
+    assert code == 0 and set(runs) == {"list-1", "list-2"}
+    assert runs["list-1"]["status"] == "SUCCEEDED" and runs["list-2"]["status"] == "RUNNING"
+    assert runs["list-2"]["trainingJobNames"] == [running.job]
+    code, text = cli("list", STACK, "Training")
+    header, *rows = text.splitlines()
+    assert header.split() == ["run", "status", "started", "duration", "training", "job"]
+    assert {row.split()[0] for row in rows} == {"list-1", "list-2"}
+
+
+def test_unknown_run_is_an_error(stack: FakeStack, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _ = cli("status", "nope")
+    assert code == 1
+    assert "No execution is named 'nope'" in capsys.readouterr().err
