@@ -29,13 +29,13 @@ from hetero_constructs.cdk.task import (
     split_spec_fields,
 )
 from hetero_constructs.cdk.tokens import is_token
+from hetero_constructs.core import lifecycle
 from hetero_constructs.core.overrides import apply_overrides
 from hetero_constructs.core.plan import plan
 from hetero_constructs.core.spec import TrainingSpec
 from hetero_constructs.core.spec_file import read_spec, spec_to_dict
 from hetero_constructs.core.violations import SpecValidationError, Violation
 
-OUTPUT_DESCRIPTION_PREFIX = "hetero-constructs:state-machine:"
 _TASK_ID = "Task"
 _STATE_NAME = "Run training job"
 
@@ -129,7 +129,7 @@ class HeterogeneousTrainingJob(Construct):
             self,
             "StateMachineArnOutput",
             value=self.state_machine_arn,
-            description=f"{OUTPUT_DESCRIPTION_PREFIX}{self.path}",
+            description=f"{lifecycle.STATE_MACHINE_OUTPUT_PREFIX}{self.path}",
         )
         if schedule is not None:
             self._schedule(schedule, schedule_input or {})

@@ -280,7 +280,8 @@ def run(
         stateMachineArn=machine.arn, name=name, input=json.dumps(execution_input)
     )
     execution_arn = started["executionArn"]
-    planned_jobs = [check.job_name for check in checks if check.job_name]
+    # Each attempt's name ends with a digest of the execution's start and the state's entry.
+    planned_jobs = [f"{check.job_name.rsplit('-', 1)[0]}-*" for check in checks if check.job_name]
     if follow is None:
         follow = out.is_terminal and not json_flag
     if not follow:
@@ -293,13 +294,13 @@ def run(
                     "stateMachineArn": machine.arn,
                     "startDate": started.get("startDate"),
                     "validated": bool(tasks),
-                    "trainingJobNames": planned_jobs,
+                    "trainingJobNamePatterns": planned_jobs,
                 }
             )
         else:
             out.console.print(Text.assemble("Started ", (execution_arn, "bold")))
             for job_name in planned_jobs:
-                out.console.print(f"training job (first attempt): {job_name}")
+                out.console.print(f"training jobs: {job_name}")
             out.console.print(
                 f"Follow it with: hetero-train logs {execution_arn} --follow "
                 f"(or hetero-train status {execution_arn})"

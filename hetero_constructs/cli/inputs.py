@@ -18,7 +18,7 @@ from typing import Any
 
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.naming import preview_job_name
 from hetero_constructs.core.overrides import apply_overrides
 from hetero_constructs.core.plan import plan
 from hetero_constructs.core.spec_file import read_spec
@@ -114,7 +114,7 @@ def check_input(task: SubmitTask, execution_input: Any, execution_name: str) -> 
     if isinstance(prefix, str):
         if overridden.job_name_prefix:
             prefix = f"{prefix}-{overridden.job_name_prefix}"
-        name = execution_job_name(prefix, execution_name)
+        name = preview_job_name(prefix, execution_name)
     given = payload.get("deployment")
     fields = (
         {k: v for k, v in given.items() if k in _DEPLOYMENT_FIELDS}

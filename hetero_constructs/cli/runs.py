@@ -22,8 +22,8 @@ from hetero_constructs.cli.aws import error_code
 from hetero_constructs.cli.output import seconds_between
 from hetero_constructs.core import lifecycle
 
-EXECUTION_TAG = "hetero-constructs:execution"
-ATTEMPT_TAG = "hetero-constructs:attempt"
+EXECUTION_TAG = lifecycle.TAG_EXECUTION
+ATTEMPT_TAG = lifecycle.TAG_ATTEMPT
 # Jobs are searched from this long before the execution started (clocks differ a little).
 JOB_SEARCH_MARGIN = timedelta(minutes=5)
 ENDED_EXECUTION_STATUSES = frozenset({"SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED"})

@@ -16,8 +16,9 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.cli.aws import error_code
 from hetero_constructs.cli.output import CliError
+from hetero_constructs.core import lifecycle
 
-STATE_MACHINE_OUTPUT_PREFIX = "hetero-constructs:state-machine:"
+STATE_MACHINE_OUTPUT_PREFIX = lifecycle.STATE_MACHINE_OUTPUT_PREFIX
 
 
 @dataclass(frozen=True)

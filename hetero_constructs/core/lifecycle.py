@@ -25,6 +25,9 @@ TAG_EXECUTION = "hetero-constructs:execution"
 TAG_SLOT = "hetero-constructs:slot"
 TAG_ATTEMPT = "hetero-constructs:attempt"
 
+# The description of the stack output that holds a training state machine's ARN.
+STATE_MACHINE_OUTPUT_PREFIX = "hetero-constructs:state-machine:"
+
 # Keys Step Functions itself adds to an execution's input; they are never overrides.
 SERVICE_INPUT_PREFIX = "AWS_STEP_FUNCTIONS_"
 

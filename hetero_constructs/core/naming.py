@@ -62,3 +62,13 @@ def attempt_job_name(prefix: str, slot: RunSlot, attempt: int) -> str:
     readable = _HYPHENS.sub("-", sanitize_name(f"{prefix}-{slot.execution_name}"))
     readable = readable[: MAX_JOB_NAME - _DIGEST - 1].rstrip("-")
     return f"{readable}-{digest}" if readable else digest
+
+
+def preview_job_name(prefix: str, execution_name: str) -> str:
+    """A name of the length and shape a run's first job gets, before the run exists.
+
+    The real name's digest depends on the execution's start and the state's entry, known only
+    once it runs; the readable part and the length are the same, which is what the rules check.
+    """
+    slot = RunSlot(f"arn:aws:states:::execution:preview:{execution_name}", "", "", "")
+    return attempt_job_name(prefix, slot, 0)

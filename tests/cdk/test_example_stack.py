@@ -278,12 +278,10 @@ def test_cdk_nag_has_no_unacknowledged_findings(example: Synthesized) -> None:
         assert finding["acknowledgedId"] == f"AwsSolutions::{finding['ruleName']}"
         assert len(finding["reason"]) > 40
     # No stale acknowledgment: every one recorded names a finding that exists.
-    metadata = json.loads(
-        (example.outdir / f"{example.stack.stack_name}.metadata.json").read_text()
-    )
     recorded = {
         finding_id
-        for entries in metadata.values()
+        for path in example.outdir.glob("*.metadata.json")  # every stack of the app
+        for entries in json.loads(path.read_text()).values()
         for entry in entries
         if entry["type"] == "aws:cdk:acknowledged-rules"
         for finding_id in entry["data"]

@@ -23,7 +23,7 @@ from hetero_constructs.cli.logs import TRAINING_LOG_GROUP
 from hetero_constructs.cli.runs import ATTEMPT_TAG, EXECUTION_TAG
 from hetero_constructs.cli.targets import STATE_MACHINE_OUTPUT_PREFIX
 from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.naming import preview_job_name
 from hetero_constructs.core.plan import plan
 from hetero_constructs.core.spec_file import read_spec
 from tests.core.specs import ROLE, spec_dict
@@ -217,7 +217,7 @@ class FakeStack:
     def create_job(self, execution_arn: str, attempt: int = 0) -> str:
         payload = self.submitted(execution_arn)
         prefix = PREFIX if attempt == 0 else f"{PREFIX}-retry{attempt}"
-        name = execution_job_name(prefix, payload["executionName"])
+        name = preview_job_name(prefix, payload["executionName"])
         request = {**payload["request"], "TrainingJobName": name}
         request["Tags"] = [
             *request.get("Tags", []),

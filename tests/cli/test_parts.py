@@ -14,7 +14,7 @@ from hetero_constructs.cli.inputs import check_input, find_submit_tasks, read_in
 from hetero_constructs.cli.logs import HostGroups
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.cli.plan import PLACEHOLDER_ROLE_ARN
-from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.naming import preview_job_name
 from tests.cli.fake_stack import definition
 from tests.core.specs import DELETE, spec_dict
 
@@ -100,7 +100,7 @@ def test_check_input_names_the_job_as_the_lambda_will() -> None:
     [task] = find_submit_tasks(definition("arn:aws:lambda:us-west-2:1:function:submit"))
     check = check_input(task, {"job_name_prefix": "exp", "tags": {"run": "7"}}, "nightly")
     assert check.violations == ()
-    assert check.job_name == execution_job_name("hetero-training-exp", "nightly")
+    assert check.job_name == preview_job_name("hetero-training-exp", "nightly")
     assert check.request is not None and check.request["TrainingJobName"] == check.job_name
     assert {"Key": "run", "Value": "7"} in check.request["Tags"]
     bad = check_input(task, [1, 2], "nightly")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.cli.aws import AwsOptions
-from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.naming import preview_job_name
 from tests.cli.fake_stack import (
     CONSTRUCT_PATH,
     MOTO_CONFIG,
@@ -111,7 +111,7 @@ def test_the_cli_process_runs_follows_and_reports_a_failed_run(
     status = hetero_train(server, "status", "proc-1", "--json")
     summary = json.loads(status.stdout)
     assert status.returncode == 0 and summary["status"] == "FAILED"
-    assert summary["jobs"][0]["name"] == execution_job_name(PREFIX, "proc-1")
+    assert summary["jobs"][0]["name"] == preview_job_name(PREFIX, "proc-1")
 
     logs = hetero_train(server, "logs", arn, "--json", "--group", "gpu")
     records = [json.loads(line) for line in logs.stdout.splitlines()]
@@ -190,7 +190,7 @@ def test_run_follow_on_a_terminal_shows_the_run_to_its_end(served: FakeStack, se
     pyte.ByteStream(screen).feed(output)
     shown = [line.rstrip() for line in screen.display]
     text = "\n".join(shown)
-    job = execution_job_name(PREFIX, "tty-1")
+    job = preview_job_name(PREFIX, "tty-1")
     # Following is the default on a terminal: states, job, transitions, labelled logs, the end.
     assert "execution succeeded" in text
     assert "job       Training: Training in progress." in text

@@ -15,7 +15,7 @@ from hetero_constructs.cli import main
 from hetero_constructs.cli.aws import RunClients
 from hetero_constructs.cli.follow import EXIT_INTERRUPTED, follow_run
 from hetero_constructs.cli.output import make_console
-from hetero_constructs.core.naming import execution_job_name
+from hetero_constructs.core.naming import preview_job_name
 from tests.cli.fake_stack import CONSTRUCT_PATH, PREFIX, STACK, FakeStack, Scenario
 
 REPO = Path(__file__).parents[2]
@@ -69,7 +69,8 @@ def test_run_starts_an_execution_with_the_input_and_names_its_job(stack: FakeSta
     assert started["started"] and started["validated"]
     assert started["executionArn"] == stack.execution_arn("nightly-1")
     # The job name is the one the submit Lambda will give (prefix + override + execution name).
-    assert started["trainingJobNames"] == [execution_job_name(f"{PREFIX}-exp", "nightly-1")]
+    preview = preview_job_name(f"{PREFIX}-exp", "nightly-1")
+    assert started["trainingJobNamePatterns"] == [f"{preview.rsplit('-', 1)[0]}-*"]
     described = stack.stepfunctions.describe_execution(executionArn=started["executionArn"])
     assert json.loads(described["input"])["hyperparameters"] == {"epochs": 5}
 
@@ -150,7 +151,7 @@ def test_follow_shows_states_job_transitions_and_labelled_logs(stack: FakeStack)
     assert code == 0, text
     lines = text.splitlines()
     assert lines[0].startswith("Run ok-1 of hetero-training, started ")
-    job = execution_job_name(PREFIX, "ok-1")
+    job = preview_job_name(PREFIX, "ok-1")
     for expected in (
         "execution started",
         'execution entered "Run training job"',
