@@ -196,9 +196,13 @@ def _service_normalisation(patches: Patches) -> None:
 
 def _epoch_millis_in_place(value: Any) -> None:
     """Timestamps in an integration's result are epoch milliseconds, as the service gives them."""
-    items: Any = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(
-        value, list
-    ) else ()
+    items: Any = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, item in list(items):
         if isinstance(item, datetime.datetime):
             value[key] = int(item.timestamp() * 1000)
@@ -289,7 +293,7 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
         HistoryEventType,
     )
     from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerLeft
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
+    from moto.stepfunctions.parser.asl.eval.environment import Environment
     from moto.stepfunctions.parser.backend.execution import Execution
     from moto.stepfunctions.responses import StepFunctionResponse
 
@@ -311,10 +315,11 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
                 details["error"] = error
             if cause:
                 details["cause"] = cause
+            aborted: Any = {"executionAbortedEventDetails": details}
             add_event(
                 context=env.event_history_context,
                 event_type=HistoryEventType.ExecutionAborted,
-                event_details=EventDetails(executionAbortedEventDetails=details),
+                event_details=aborted,
             )
             # The service records nothing after ExecutionAborted.
             manager.add_event = lambda *args, **kwargs: 0
@@ -331,6 +336,11 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
 
     patches.replace(Execution, "stop", stop_at_once)
 
+    # A stopped program stays stopped: a Catch reached while it winds down must not turn it
+    # into FAILED (moto's set_error overwrites any state).
+    for name in ("set_error", "set_timed_out", "set_ended"):
+        patches.replace(Environment, name, _unless_stopped(getattr(Environment, name)))
+
     def stop_execution_response(response: Any) -> Any:
         from moto.core.responses import ActionResult
 
@@ -345,6 +355,16 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
         return ActionResult({"stopDate": execution.stop_date})
 
     patches.replace(StepFunctionResponse, "stop_execution", stop_execution_response)
+
+
+def _unless_stopped(method: Callable[..., None]) -> Callable[..., None]:
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+
+    def guarded(env: Any, *args: Any, **kwargs: Any) -> None:
+        if not isinstance(env._program_state, ProgramStopped):
+            method(env, *args, **kwargs)
+
+    return guarded
 
 
 class _StatusReporter:
@@ -394,10 +414,12 @@ def _status_changes(patches: Patches, report: _StatusReporter) -> None:
 
 def _task_callbacks(patches: Patches) -> None:
     """SendTaskFailure keeps its cause; a token of a stopped execution is gone, not invalid."""
-    from moto.stepfunctions.parser.api import InvalidToken, TaskDoesNotExist, TaskTimedOut
+    from moto.core.exceptions import AWSError
+    from moto.stepfunctions.exceptions import InvalidToken
     from moto.stepfunctions.parser.asl.eval.callback.callback import (
         CallbackConsumerTimeout,
         CallbackNotifyConsumerError,
+        CallbackOutcomeFailure,
         CallbackOutcomeSuccess,
     )
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
@@ -413,21 +435,41 @@ def _task_callbacks(patches: Patches) -> None:
         )
         return EmptyResult()
 
-    def send_task_success(backend: Any, task_token: str, outcome: str) -> None:
-        success = CallbackOutcomeSuccess(callback_id=task_token, output=outcome)
+    class TaskDoesNotExist(AWSError):
+        TYPE = "TaskDoesNotExist"
+        STATUS = 400
+
+    class TaskTimedOut(AWSError):
+        TYPE = "TaskTimedOut"
+        STATUS = 400
+
+    def notify(backend: Any, task_token: str, outcome: Any) -> None:
+        # Every execution's tokens (moto looks only at running ones for success), and errors
+        # with their messages (moto raises them without one, which fails in the response).
         for execution in backend._get_executions():
-            if execution.exec_worker is None or execution.exec_worker.env is None:
+            env = execution.exec_worker.env if execution.exec_worker else None
+            if env is None:
                 continue
             try:
-                if execution.exec_worker.env.callback_pool_manager.notify(
-                    callback_id=task_token, outcome=success
-                ):
+                if env.callback_pool_manager.notify(callback_id=task_token, outcome=outcome):
                     return
             except CallbackNotifyConsumerError as consumer_error:
                 if isinstance(consumer_error.callback_consumer_error, CallbackConsumerTimeout):
-                    raise TaskTimedOut() from consumer_error
-                raise TaskDoesNotExist() from consumer_error
+                    raise TaskTimedOut("Task Timed Out: the task has timed out") from None
+                raise TaskDoesNotExist("Provided task does not exist anymore") from None
         raise InvalidToken()
+
+    def send_task_success(backend: Any, task_token: str, outcome: str) -> None:
+        notify(backend, task_token, CallbackOutcomeSuccess(callback_id=task_token, output=outcome))
+
+    def send_task_failure_backend(
+        backend: Any, task_token: str, error: str | None = None, cause: str | None = None
+    ) -> None:
+        notify(
+            backend,
+            task_token,
+            CallbackOutcomeFailure(callback_id=task_token, error=error, cause=cause),
+        )
 
     start_execution = StepFunctionsParserBackend.start_execution
 
@@ -435,10 +477,13 @@ def _task_callbacks(patches: Patches) -> None:
         backend: Any, state_machine_arn: str, name: Any = None, *args: Any, **kwargs: Any
     ) -> Any:
         # The service names an execution started without a name with a UUID (moto: None).
-        return start_execution(backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs)
+        return start_execution(
+            backend, state_machine_arn, name or str(uuid.uuid4()), *args, **kwargs
+        )
 
     patches.replace(StepFunctionResponse, "send_task_failure", send_task_failure)
     patches.replace(StepFunctionsParserBackend, "send_task_success", send_task_success)
+    patches.replace(StepFunctionsParserBackend, "send_task_failure", send_task_failure_backend)
     patches.replace(StepFunctionsParserBackend, "start_execution", start_execution_named)
 
 
