@@ -18,6 +18,8 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
 - StopExecution: the execution is ``ABORTED`` at once with its ``ExecutionAborted`` event (moto
   leaves it ``RUNNING`` until a waiting task returns, then records the task's failure); its task
   tokens answer ``TaskDoesNotExist``; the error and cause given are kept.
+- Each attempt of a retried callback task gets a new task token (moto reuses the first, so a
+  retry fails at once with the previous attempt's outcome).
 - SendTaskFailure keeps its cause (moto drops it); SendTaskSuccess to a stopped execution's
   token answers ``TaskDoesNotExist``; an execution started without a name gets a UUID (moto:
   ``None``, so a second nameless start of the same state machine fails).
@@ -83,6 +85,7 @@ def install(patches: Patches, on_status: StatusListener) -> None:
     _stop_execution(patches, report)
     _status_changes(patches, report)
     _task_callbacks(patches)
+    _fresh_token_per_attempt(patches)
 
 
 # -- JSONata -----------------------------------------------------------------------------------
@@ -485,6 +488,44 @@ def _task_callbacks(patches: Patches) -> None:
     patches.replace(StepFunctionsParserBackend, "send_task_success", send_task_success)
     patches.replace(StepFunctionsParserBackend, "send_task_failure", send_task_failure_backend)
     patches.replace(StepFunctionsParserBackend, "start_execution", start_execution_named)
+
+
+def _fresh_token_per_attempt(patches: Patches) -> None:
+    """Each attempt of a retried callback task has its own task token, as in the service.
+
+    moto makes one token when the state is entered: a retry would wait on the endpoint that
+    already holds the failed attempt's outcome and fail again at once. A late report to an
+    earlier attempt's token answers TaskDoesNotExist.
+    """
+    from moto.stepfunctions.parser.asl.component.state.exec.execute_state import ExecutionState
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_callback as module,
+    )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import (
+        ResourceCondition,
+    )
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerLeft
+
+    evaluate = ExecutionState._evaluate_with_timeout
+
+    def evaluate_with_fresh_token(task: Any, env: Any) -> None:
+        context = env.states.context_object
+        retrying = (context.context_object_data.get("State") or {}).get("RetryCount", 0) > 0
+        if (
+            retrying
+            and task._is_integration_pattern()
+            and ResourceCondition.WaitForTaskToken in task._supported_integration_patterns
+        ):
+            previous = (context.context_object_data.get("Task") or {}).get("Token")
+            endpoint = env.callback_pool_manager.get(previous) if previous else None
+            if endpoint is not None:
+                endpoint.report(CallbackConsumerLeft())
+            env.callback_pool_manager.add(context.update_task_token())
+        evaluate(task, env)
+
+    patches.replace(
+        module.StateTaskServiceCallback, "_evaluate_with_timeout", evaluate_with_fresh_token
+    )
 
 
 def quiet_interpreter(stack: contextlib.ExitStack) -> None:

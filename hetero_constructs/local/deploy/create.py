@@ -36,6 +36,7 @@ DEPLOYED_TYPES = (
     "AWS::Lambda::EventInvokeConfig",
     "AWS::StepFunctions::StateMachine",
     "AWS::Events::Rule",
+    "AWS::SageMaker::ModelPackageGroup",
 )
 
 
@@ -103,6 +104,8 @@ class Deployer:
             self._topic(logical_id, resource)
         for logical_id, resource in self.of_type("AWS::S3::Bucket"):
             self._bucket(logical_id, resource)
+        for logical_id, resource in self.of_type("AWS::SageMaker::ModelPackageGroup"):
+            self._model_package_group(logical_id, resource)
         for logical_id, resource in self.of_type("AWS::Lambda::Function"):
             self._function(logical_id, resource)
         for _, resource in self.of_type("AWS::Lambda::EventInvokeConfig"):
@@ -201,6 +204,17 @@ class Deployer:
         if self.resolver.region != "us-east-1":
             arguments["CreateBucketConfiguration"] = {"LocationConstraint": self.resolver.region}
         self._client("s3").create_bucket(**arguments)
+
+    def _model_package_group(self, logical_id: str, resource: dict[str, Any]) -> None:
+        properties = self.properties(resource)
+        name = self.resolver.physical(logical_id).attributes["ModelPackageGroupName"]
+        arguments = {"ModelPackageGroupName": name}
+        if properties.get("ModelPackageGroupDescription"):
+            arguments["ModelPackageGroupDescription"] = properties["ModelPackageGroupDescription"]
+        arn = self._client("sagemaker").create_model_package_group(**arguments)[
+            "ModelPackageGroupArn"
+        ]
+        self.resolver.record(logical_id, arn, ModelPackageGroupArn=arn)
 
     def _function(self, logical_id: str, resource: dict[str, Any]) -> None:
         properties = self.properties(resource)
