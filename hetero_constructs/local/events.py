@@ -235,6 +235,7 @@ class EventBus:
 
     def __init__(self, invoke: TargetInvoker, send: Sender, account: str, region: str) -> None:
         self.rules: list[Rule] = []
+        self.events: list[dict[str, Any]] = []  # every event accepted, in order
         self.deliveries: list[Delivery] = []
         self.faults: list[EventFault] = []
         self._invoke = invoke
@@ -249,6 +250,7 @@ class EventBus:
     def put(self, event: dict[str, Any]) -> None:
         """Accept an event; it reaches the targets at the next ``pump``."""
         with self._lock:
+            self.events.append(event)
             self._queue.append(event)
 
     def pending(self) -> bool:

@@ -6,6 +6,9 @@ import boto3
 from botocore.exceptions import ClientError
 
 
+IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+
+
 class ResourceLimitExceeded(Exception):
     pass
 
@@ -19,7 +22,7 @@ def handler(event, context):
         boto3.client("sagemaker").create_training_job(
             TrainingJobName=name,
             AlgorithmSpecification={
-                "TrainingImage": "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311",
+                "TrainingImage": IMAGE,
                 "TrainingInputMode": "File",
             },
             RoleArn=os.environ["ROLE"],
