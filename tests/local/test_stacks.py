@@ -109,9 +109,14 @@ def test_aborting_the_parent_aborts_the_child(cloud: LocalCloud, stacks: Synthes
         input=json.dumps({"wait": 30, "value": 1}),
     )
     child_machine = cloud.state_machine("local-child")
-    children = _wait_for(lambda: stepfunctions.list_executions(stateMachineArn=child_machine)["executions"])
+    children = _wait_for(
+        lambda: stepfunctions.list_executions(stateMachineArn=child_machine)["executions"]
+    )
     stepfunctions.stop_execution(executionArn=started["executionArn"])
-    assert stepfunctions.describe_execution(executionArn=started["executionArn"])["status"] == "ABORTED"
+    assert (
+        stepfunctions.describe_execution(executionArn=started["executionArn"])["status"]
+        == "ABORTED"
+    )
     child = children[0]["executionArn"]
     assert _wait_for(
         lambda: stepfunctions.describe_execution(executionArn=child)["status"] == "ABORTED"
@@ -207,7 +212,9 @@ def test_failure_keeps_its_cause(training: LocalCloud) -> None:
 
 
 def test_a_lost_event_is_recovered_by_the_scheduled_reconciler(training: LocalCloud) -> None:
-    dropped = training.faults.drop_events({"source": ["aws.sagemaker"], "detail": {"TrainingJobStatus": ["Completed"]}})
+    dropped = training.faults.drop_events(
+        {"source": ["aws.sagemaker"], "detail": {"TrainingJobStatus": ["Completed"]}}
+    )
     result = training.run(None, name="lost", stuck_after=0.5)
     assert result.status == "SUCCEEDED"
     assert dropped.times == 0
@@ -242,7 +249,9 @@ def test_stop_while_a_lambda_runs(training: LocalCloud) -> None:
     (job,) = result.jobs  # the Lambda went on and created its job
     assert job.status == "InProgress"
     (aborted,) = [
-        e for e in training.bus.events if e["source"] == "aws.states" and e["detail"]["status"] == "ABORTED"
+        e
+        for e in training.bus.events
+        if e["source"] == "aws.states" and e["detail"]["status"] == "ABORTED"
     ]
     assert aborted["detail-type"] == "Step Functions Execution Status Change"
     assert aborted["detail"]["executionArn"] == result.execution_arn

@@ -5,7 +5,6 @@ import os
 import boto3
 from botocore.exceptions import ClientError
 
-
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 
 
