@@ -41,7 +41,7 @@ def history_events(durations: list[timedelta]) -> list[int]:
     example = synthesize(Path(tempfile.mkdtemp(prefix="bench-runs-")))
     counts = []
     with LocalCloud() as cloud:
-        cloud.deploy(example.template)
+        cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
         for index, duration in enumerate(durations):
             result = cloud.run(machine, name=f"bench-{index}", job_duration=duration)

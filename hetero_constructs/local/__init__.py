@@ -1,11 +1,30 @@
-"""Run synthesized training state machines locally, with no AWS account (moto in-process).
+"""Run synthesized stacks locally, with no AWS account (moto in-process, its gaps filled).
 
-``LocalCloud`` deploys a template's tables, functions and state machines into moto and runs
-executions; ``python -m hetero_constructs.local TEMPLATE`` is its command line.
+``LocalCloud`` deploys any synthesized template into moto and runs executions of its state
+machines with the stack's Python Lambdas in-process; ``python -m hetero_constructs.local
+TEMPLATE`` is its command line (``cli``). Modules: ``cloud`` (the local cloud and its run loop),
+``deploy`` (physical ids, intrinsics, creating resources), ``lambdas`` (in-process functions),
+``events`` (EventBridge rules and delivery), ``training`` (the training-job lifecycle),
+``moto_gaps`` (Step Functions where moto is thinner than AWS), ``faults`` (fault injection).
 """
 
 from __future__ import annotations
 
-from hetero_constructs.local.cloud import ExecutionResult, LocalCloud, main
+from hetero_constructs.local.cli import main, run_template
+from hetero_constructs.local.cloud import Clients, ExecutionResult, Follow, LocalCloud
+from hetero_constructs.local.events import matches
+from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.training import Outcome, TrainingJobAttempt
 
-__all__ = ["ExecutionResult", "LocalCloud", "main"]
+__all__ = [
+    "Clients",
+    "ExecutionResult",
+    "Faults",
+    "Follow",
+    "LocalCloud",
+    "Outcome",
+    "TrainingJobAttempt",
+    "main",
+    "matches",
+    "run_template",
+]

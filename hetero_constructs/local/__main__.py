@@ -2,6 +2,6 @@
 
 import sys
 
-from hetero_constructs.local.cloud import main
+from hetero_constructs.local.cli import main
 
 sys.exit(main())

@@ -1,125 +1,111 @@
-"""Run a synthesized training state machine locally, with no AWS account.
+"""Run a synthesized stack's state machines locally, with no AWS account.
 
-moto provides Step Functions (its interpreter runs the real definition), SageMaker, DynamoDB,
-IAM and Lambda; the stack's own submit and events handlers run in-process for every Lambda
-invoke (moto does not run Lambda code). Where moto is thinner than the services it is filled in:
-job names are unique, jobs stay InProgress until their end is simulated, StopTrainingJob exists,
-and SendTaskFailure keeps its cause. The end of a job is simulated by sending the events handler
-the "SageMaker Training Job State Change" event the service would send.
+``LocalCloud`` is moto in-process with its gaps filled (``moto_gaps``, ``training``): it deploys
+any synthesized template (``deploy``), runs the template's Python Lambdas in-process from their
+assets (``lambdas``), delivers the events AWS services send to the template's EventBridge rules
+(``events``), lets training jobs end as a run scripts them, and injects faults (``faults``)::
 
-Command line (after ``cdk synth``)::
+    with LocalCloud() as cloud:
+        cloud.deploy("cdk.out/MyStack.template.json")
+        result = cloud.run(cloud.state_machine(), {"hyperparameters": {"epochs": 1}},
+                           outcomes=["Failed:CapacityError: ...", "Completed"])
 
-    python -m hetero_constructs.local cdk.out/HeteroTrainingExample.template.json \\
-        --input '{"hyperparameters": {"epochs": 1}}' --outcome Completed
-
-moto is a development dependency (``pip install 'hetero-constructs[dev]'``).
+It knows nothing of any handler's internals: a job ends when its run's code is idle (no Lambda
+running, no event in flight), as a real job outlives the calls that started it; everything else
+follows from the template. ``python -m hetero_constructs.local`` is its command line (``cli``).
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib
-import io
 import json
-import logging
 import os
-import re
-import sys
 import threading
 import time
-import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.core import lifecycle
-from hetero_constructs.handlers import lambda_source
+from hetero_constructs.local import moto_gaps
+from hetero_constructs.local.deploy.create import Deployer, StateMachine, scratch_folder
+from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, detect_region
+from hetero_constructs.local.events import DeliveryError, EventBus, Target
+from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.lambdas import FunctionError, Lambdas
+from hetero_constructs.local.training import Outcome, TrainingJobAttempt, TrainingJobs
 
-ACCOUNT = "123456789012"
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
-_LOCK = threading.Lock()
+EXECUTION_EVENT_SOURCE = "aws.states"
+EXECUTION_EVENT_TYPE = "Step Functions Execution Status Change"
+_TICK = 0.02
+
+
+@dataclass
+class Clients:
+    """boto3 clients bound to the local cloud, for a follow display."""
+
+    stepfunctions: Any
+    sagemaker: Any
+    logs: Any
+
+
+#: A follow display: called in its own thread with the clients and the execution ARN once the
+#: execution has started; it should return when the execution has ended.
+Follow = Callable[[Clients, str], None]
 
 
 @dataclass
 class ExecutionResult:
-    """What a local run did: the execution's end, its history, and the jobs it created."""
+    """What a local run did: the execution's end, its history, and the training jobs it made."""
 
     status: str
     output: Any
     error: str | None
     cause: str | None
     history: list[dict[str, Any]]
-    training_jobs: list[dict[str, Any]]
-    submitted_requests: list[dict[str, Any]] = field(default_factory=list)
+    training_jobs: list[dict[str, Any]]  # DescribeTrainingJob of each job the run created
+    submitted_requests: list[dict[str, Any]] = field(default_factory=list)  # every call, as sent
+    jobs: list[TrainingJobAttempt] = field(default_factory=list)  # one per attempt, in order
+    execution_arn: str = ""
 
-
-class _Handlers:
-    """The stack's Lambda handlers, called in-process for moto's Lambda invokes."""
-
-    def __init__(self) -> None:
-        self.by_function: dict[str, tuple[Callable[..., Any], dict[str, str]]] = {}
-        self.invocations: list[tuple[str, Any]] = []
-        # handler ("submit.handler") -> error types to raise after the handler has run
-        self.faults: dict[str, list[str]] = {}
-        self._handler_names: dict[str, str] = {}
-
-    def register(self, function_name: str, handler: str, environment: dict[str, str]) -> None:
-        source = str(lambda_source())
-        if source not in sys.path:
-            sys.path.insert(0, source)
-        module_name, function = handler.rsplit(".", 1)
-        module = importlib.import_module(module_name)
-        self.by_function[function_name] = (getattr(module, function), environment)
-        self._handler_names[function_name] = handler
-
-    def invoke(self, function_name: str, body: Any, response_headers: dict[str, str]) -> bytes:
-        name = (
-            function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") else function_name
-        )
-        handler, environment = self.by_function[name]
-        event = json.loads(body) if body else {}
-        self.invocations.append((name, event))
-        os.environ.update(environment)
-        try:
-            result = handler(event, None)
-            fault = self.faults.get(self._handler_names[name])
-            if fault:  # simulate a Lambda that did its work, then failed to return
-                raise _InjectedFault(fault.pop(0))
-        except Exception as error:  # reported to the state machine as a function error
-            response_headers["x-amz-function-error"] = "Unhandled"
-            error_type = (
-                error.error_type if isinstance(error, _InjectedFault) else type(error).__name__
-            )
-            return json.dumps({"errorType": error_type, "errorMessage": str(error)}).encode()
-        return json.dumps(result).encode()
-
-
-class _InjectedFault(Exception):
-    def __init__(self, error_type: str) -> None:
-        super().__init__(f"injected {error_type}")
-        self.error_type = error_type
+    def to_json(self) -> dict[str, Any]:
+        """The command line's ``--json`` object."""
+        return {
+            "status": self.status,
+            "output": self.output,
+            "error": self.error,
+            "cause": self.cause,
+            "jobs": [job.to_json() for job in self.jobs],
+        }
 
 
 class LocalCloud:
-    """moto in-process, with the stack's handlers behind its Lambda functions.
+    """moto in-process, filled in where it is thinner than AWS. Use as a context manager.
 
-    Use as a context manager; ``deploy`` a synthesized template, then ``run`` executions.
+    ``region``: the region of the deployment; None takes it from the first template deployed
+    (its cdk.out manifest, else its literal ARNs, else us-west-2).
     """
 
-    def __init__(self, region: str = "us-west-2") -> None:
-        self.region = region
-        self.handlers = _Handlers()
-        self.job_status: dict[str, dict[str, Any]] = {}
-        self.requests: list[dict[str, Any]] = []
-        self.stopped_jobs: list[str] = []
+    def __init__(self, region: str | None = None) -> None:
+        self.region = region or "us-west-2"
+        self._region_fixed = region is not None
+        self.account = DEFAULT_ACCOUNT
         self.state_machines: list[str] = []  # ARNs, in template order, once deployed
         self.definitions: dict[str, Any] = {}  # the definitions as deployed, by ARN
+        self.deployed: list[StateMachine] = []
+        self.resolvers: list[Resolver] = []
+        self.notes: list[str] = []
+        self.bus = EventBus(self._invoke_target, self._send, self.account, self.region)
+        self.faults = Faults(self.bus)
+        self.lambdas = Lambdas(self.faults, self._send, self.region)
+        self.training = TrainingJobs(self.bus.put, self.account, self.region)
+        self._current_execution: str | None = None
         self._stack = contextlib.ExitStack()
+        self._run_counter = 0
 
-    # -- moto, with the gaps filled ---------------------------------------------------------------
+    # -- moto, with the gaps filled -----------------------------------------------------------
 
     def __enter__(self) -> LocalCloud:
         from moto import mock_aws
@@ -140,43 +126,32 @@ class LocalCloud:
                 }
             )
         )
-        # moto's interpreter logs every failed state at ERROR with its whole parse tree.
-        interpreter_log = logging.getLogger("moto.stepfunctions")
-        self._stack.callback(interpreter_log.setLevel, interpreter_log.level)
-        interpreter_log.setLevel(logging.CRITICAL)
-        self._patch_lambda()
-        self._patch_sagemaker()
-        self._patch_stepfunctions()
-        self._record_requests()
+        moto_gaps.quiet_interpreter(self._stack)
+        patches = moto_gaps.Patches(self._stack)
+        moto_gaps.install(patches, self._on_execution_status)
+        self.training.install(patches)
+        self._patch_lambda(patches)
+        self._scratch = Path(self._stack.enter_context(scratch_folder()))
+        self._default_session()
+        self.lambdas.set_stop_hook(self._stop_current)
         return self
-
-    def _record_requests(self) -> None:
-        """Keep every CreateTrainingJob request exactly as the handlers send it."""
-        import boto3
-
-        boto3.setup_default_session()
-        assert boto3.DEFAULT_SESSION is not None
-
-        def record(params: dict[str, Any], **_: Any) -> None:
-            self.requests.append(json.loads(json.dumps(params, default=str)))
-
-        boto3.DEFAULT_SESSION.events.register(
-            "provide-client-params.sagemaker.CreateTrainingJob", record
-        )
-        self._stack.callback(setattr, boto3, "DEFAULT_SESSION", None)
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
-    def _patch(self, owner: Any, name: str, replacement: Any) -> None:
-        original = getattr(owner, name, None)
-        setattr(owner, name, replacement)
-        self._stack.callback(_restore, owner, name, original)
+    def _default_session(self) -> None:
+        """A fresh default boto3 session (the handlers' clients), with the throttle hook."""
+        import boto3
 
-    def _patch_lambda(self) -> None:
+        boto3.setup_default_session()
+        assert boto3.DEFAULT_SESSION is not None
+        self.faults.install_throttling(boto3.DEFAULT_SESSION)
+        self._stack.callback(setattr, boto3, "DEFAULT_SESSION", None)
+
+    def _patch_lambda(self, patches: moto_gaps.Patches) -> None:
         from moto.awslambda_simple.models import LambdaSimpleBackend
 
-        handlers = self.handlers
+        lambdas = self.lambdas
 
         def invoke(
             backend: Any,
@@ -186,264 +161,333 @@ class LocalCloud:
             headers: Any,
             response_headers: dict[str, str],
         ) -> bytes:
-            return handlers.invoke(function_name, body, response_headers)
+            kind = headers.get("X-Amz-Invocation-Type") if headers else None
+            if kind == "DryRun":
+                return b""
+            if kind == "Event":
+                lambdas.queue_async(function_name, _text(body))
+                return b""
+            try:
+                return lambdas.invoke(function_name, body)
+            except FunctionError as error:
+                response_headers["x-amz-function-error"] = "Unhandled"
+                return error.payload()
 
-        self._patch(LambdaSimpleBackend, "invoke", invoke)
+        patches.replace(LambdaSimpleBackend, "invoke", invoke)
 
-    def _patch_sagemaker(self) -> None:
-        from moto.sagemaker.exceptions import ResourceInUseException, ValidationError
-        from moto.sagemaker.models import SageMakerModelBackend
-        from moto.sagemaker.responses import SageMakerResponse
+    def client(self, service: str) -> Any:
+        """A boto3 client of the local cloud (default session, the deployment's region)."""
+        import boto3
 
-        status, stopped = self.job_status, self.stopped_jobs
-        create, describe = (
-            SageMakerModelBackend.create_training_job,
-            SageMakerModelBackend.describe_training_job,
+        return boto3.client(service, region_name=self.region)
+
+    # -- deploying a synthesized template --------------------------------------------------
+
+    def deploy(
+        self,
+        template: Mapping[str, Any] | str | os.PathLike[str],
+        *,
+        template_dir: Path | None = None,
+    ) -> dict[str, str]:
+        """Create the template's resources; their ``Ref`` values by logical id.
+
+        ``template``: the template, or the path of a synthesized one
+        (``cdk.out/<Stack>.template.json``).
+        ``template_dir``: the folder it was synthesized into, when ``template`` is a dict (Lambda
+        asset paths are relative to it).
+        """
+        path: Path | None = None
+        if isinstance(template, str | os.PathLike):
+            path = Path(template)
+            body = json.loads(path.read_text())
+            template_dir = template_dir or path.parent
+        else:
+            body = dict(template)
+            if template_dir is not None:
+                path = Path(template_dir) / "template.json"
+        if not self._region_fixed and not self.resolvers:
+            self.region = detect_region(body, path if path and path.is_file() else None)
+            os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = self.region
+            self.bus._region = self.training._region = self.lambdas._region = self.region
+        stack_name = path.name.split(".")[0] if path and path.is_file() else "LocalStack"
+        resolver = Resolver(body, region=self.region, account=self.account, stack_name=stack_name)
+        deployer = Deployer(
+            body,
+            resolver,
+            Path(template_dir) if template_dir else None,
+            self.lambdas,
+            self.bus,
+            self._scratch / f"stack{len(self.resolvers)}",
         )
-
-        def create_unique(backend: Any, training_job_name: str, **kwargs: Any) -> Any:
-            with _LOCK:
-                if training_job_name in backend.training_jobs:
-                    raise ResourceInUseException(
-                        message=f"Training job {training_job_name} already exists"
-                    )
-                status[training_job_name] = {
-                    "TrainingJobStatus": "InProgress",
-                    "SecondaryStatus": "Training",
-                }
-                return create(backend, training_job_name=training_job_name, **kwargs)
-
-        def describe_live(backend: Any, training_job_name: str) -> dict[str, Any]:
-            return {**describe(backend, training_job_name), **status.get(training_job_name, {})}
-
-        def stop(backend: Any, training_job_name: str) -> None:
-            current = status.get(training_job_name, {}).get("TrainingJobStatus")
-            if current != "InProgress":
-                raise ValidationError(message=f"The job {training_job_name} is not in progress")
-            status[training_job_name] = {
-                "TrainingJobStatus": "Stopping",
-                "SecondaryStatus": "Stopping",
-            }
-            stopped.append(training_job_name)
-
-        def stop_response(response: Any) -> Any:
-            from moto.core.responses import ActionResult
-
-            stop(response.sagemaker_backend, response._get_param("TrainingJobName"))
-            return ActionResult({})
-
-        self._patch(SageMakerModelBackend, "create_training_job", create_unique)
-        self._patch(SageMakerModelBackend, "describe_training_job", describe_live)
-        self._patch(SageMakerResponse, "stop_training_job", stop_response)
-
-    def _patch_stepfunctions(self) -> None:
-        """moto's SendTaskFailure drops the cause; the service keeps it."""
-        from moto.stepfunctions.responses import StepFunctionResponse
-
-        def send_task_failure(response: Any) -> Any:
-            from moto.core.responses import EmptyResult
-
-            response.stepfunction_backend.send_task_failure(
-                response._get_param("taskToken"),
-                error=response._get_param("error"),
-                cause=response._get_param("cause"),
+        stack = deployer.deploy()
+        self.resolvers.append(resolver)
+        for machine in stack.state_machines:
+            self.deployed.append(machine)
+            self.state_machines.append(machine.arn)
+            self.definitions[machine.arn] = machine.definition
+        self.notes.extend(stack.notes)
+        if resolver.unresolved:
+            self.notes.append(
+                "placeholders for values only AWS knows: "
+                + ", ".join(sorted(set(resolver.unresolved)))
             )
-            return EmptyResult()
-
-        self._patch(StepFunctionResponse, "send_task_failure", send_task_failure)
-
-    # -- deploying a synthesized template ----------------------------------------------------
-
-    def deploy(self, template: dict[str, Any]) -> dict[str, str]:
-        """Create the template's table, functions and state machines; their ARNs by logical id."""
-        import boto3
-
-        resources = template["Resources"]
-        arns: dict[str, str] = {}
-        names: dict[str, str] = {}
-        iam = boto3.client("iam")
-        role_arn = iam.create_role(
-            RoleName="local-runner", AssumeRolePolicyDocument=json.dumps({"Statement": []})
-        )["Role"]["Arn"]
-        for logical_id, resource in resources.items():
-            if resource["Type"] == "AWS::DynamoDB::Table":
-                self._create_table(logical_id, resource["Properties"])
-                names[logical_id] = logical_id
-        for logical_id, resource in resources.items():
-            if resource["Type"] == "AWS::Lambda::Function":
-                arns[logical_id] = self._create_function(logical_id, resource, role_arn, names)
-        for logical_id, resource in resources.items():
-            if resource["Type"] == "AWS::StepFunctions::StateMachine":
-                definition = _resolve(
-                    resource["Properties"]["DefinitionString"], template, arns, self.region
-                )
-                created = boto3.client("stepfunctions").create_state_machine(
-                    name=resource["Properties"].get("StateMachineName", logical_id),
-                    definition=definition,
-                    roleArn=role_arn,
-                )
-                arns[logical_id] = created["stateMachineArn"]
-                self.state_machines.append(created["stateMachineArn"])
-                self.definitions[created["stateMachineArn"]] = json.loads(definition)
-        return arns
-
-    def _create_table(self, name: str, properties: dict[str, Any]) -> None:
-        import boto3
-
-        indexes = [
-            {key: index[key] for key in ("IndexName", "KeySchema", "Projection")}
-            for index in properties.get("GlobalSecondaryIndexes", [])
-        ]
-        boto3.client("dynamodb").create_table(
-            TableName=name,
-            KeySchema=properties["KeySchema"],
-            AttributeDefinitions=properties["AttributeDefinitions"],
-            BillingMode="PAY_PER_REQUEST",
-            **({"GlobalSecondaryIndexes": indexes} if indexes else {}),
-        )
-
-    def _create_function(
-        self, logical_id: str, resource: dict[str, Any], role_arn: str, names: dict[str, str]
-    ) -> str:
-        import boto3
-
-        properties = resource["Properties"]
-        environment: dict[str, str] = {
-            str(key): str(
-                names.get(value["Ref"], value["Ref"]) if isinstance(value, dict) else value
-            )
-            for key, value in properties.get("Environment", {}).get("Variables", {}).items()
+        return {
+            logical_id: str(resolver.ref(logical_id)) for logical_id in body.get("Resources", {})
         }
-        environment.pop("AWS_DATA_PATH", None)  # the package is not unpacked here
-        archive = io.BytesIO()
-        with zipfile.ZipFile(archive, "w") as zipped:
-            zipped.writestr("placeholder.py", "")
-        created = boto3.client("lambda").create_function(
-            FunctionName=logical_id,
-            Runtime="python3.12",
-            Role=role_arn,
-            Handler=properties["Handler"],
-            Code={"ZipFile": archive.getvalue()},
-        )
-        self.handlers.register(logical_id, properties["Handler"], environment)
-        return str(created["FunctionArn"])
 
-    # -- running executions ---------------------------------------------------------------------
+    def state_machine(self, name: str | None = None) -> str:
+        """The ARN of the state machine called ``name`` (ARN, name or logical id); without a
+        name, the only one. ``LookupError`` lists the choices otherwise."""
+        if name is None:
+            if len(self.deployed) == 1:
+                return self.deployed[0].arn
+            choices = ", ".join(f"{m.name} ({m.logical_id})" for m in self.deployed) or "none"
+            raise LookupError(
+                f"the template has {len(self.deployed)} state machines; choose one with "
+                f"--state-machine NAME_OR_LOGICAL_ID: {choices}"
+            )
+        for machine in self.deployed:
+            if name in (machine.arn, machine.name, machine.logical_id):
+                return machine.arn
+        choices = ", ".join(f"{m.name} ({m.logical_id})" for m in self.deployed) or "none"
+        raise LookupError(f"no state machine {name!r} in the template; choices: {choices}")
+
+    # -- events from the simulated services ------------------------------------------------
+
+    def _on_execution_status(self, execution: Any, status: str) -> None:
+        output = execution.output if status == "SUCCEEDED" else None
+        detail = {
+            "executionArn": execution.exec_arn,
+            "stateMachineArn": execution.state_machine.arn,
+            "name": execution.name,
+            "status": status,
+            "startDate": _millis(execution.start_date),
+            "stopDate": _millis(execution.stop_date) if status != "RUNNING" else None,
+            "input": moto_gaps.dumps(execution.input_data),
+            "output": moto_gaps.dumps(output) if output is not None else None,
+            "inputDetails": {"included": True},
+            "outputDetails": {"included": True} if output is not None else None,
+            "error": execution.error,
+            "cause": execution.cause,
+        }
+        self.bus.put(
+            self.bus.envelope(
+                EXECUTION_EVENT_SOURCE, EXECUTION_EVENT_TYPE, detail, [execution.exec_arn]
+            )
+        )
+
+    def _invoke_target(self, target: Target, payload: str) -> None:
+        service = target.arn.split(":")[2] if target.arn.count(":") >= 5 else ""
+        if service == "lambda":
+            try:
+                function = self.lambdas.find(target.arn)
+            except KeyError as error:
+                raise DeliveryError(str(error)) from error
+            self.lambdas.invoke_async(function, payload)
+        elif service == "states":
+            self.client("stepfunctions").start_execution(stateMachineArn=target.arn, input=payload)
+        else:
+            self._send(target.arn, payload, {})
+
+    def _send(self, arn: str, body: str, attributes: dict[str, str]) -> None:
+        """Deliver a message to an SQS queue, SNS topic or Lambda function by ARN."""
+        parts = arn.split(":")
+        service = parts[2] if len(parts) > 5 else ""
+        if service == "sqs":
+            url = f"https://sqs.{parts[3]}.amazonaws.com/{parts[4]}/{parts[5]}"
+            self.client("sqs").send_message(
+                QueueUrl=url,
+                MessageBody=body,
+                MessageAttributes={
+                    key: {"DataType": "String", "StringValue": value or "-"}
+                    for key, value in attributes.items()
+                },
+            )
+        elif service == "sns":
+            self.client("sns").publish(TopicArn=arn, Message=body)
+        elif service == "lambda":
+            self.lambdas.queue_async(arn, body)
+        else:
+            self.notes.append(f"delivery to {arn} not simulated")
+
+    # -- schedules and the run loop --------------------------------------------------------
+
+    def fire_schedules(self) -> int:
+        """Deliver every enabled scheduled rule's event once (e.g. a reconciler); how many."""
+        fired = self.bus.fire_schedules()
+        self.settle()
+        return fired
+
+    def deliver_events(self) -> int:
+        """Deliver the events accepted so far and run queued async invokes; how many."""
+        return self.bus.pump() + self.lambdas.pump()
+
+    def settle(self, timeout: float = 30.0) -> None:
+        """Deliver events and async invokes until nothing is in flight."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.deliver_events()
+            if not self.bus.pending() and not self.lambdas.running():
+                return
+            time.sleep(_TICK)
+
+    def end_training_job(self, name: str, outcome: str | Outcome | None = None) -> None:
+        """End a running job now (with ``outcome``, else its scripted one) and deliver its event."""
+        self.training.end(name, outcome)
+        self.settle()
 
     def run(
         self,
-        state_machine_arn: str,
+        state_machine_arn: str | None = None,
         execution_input: Any = None,
         *,
-        name: str = "local-run",
-        outcome: str = "Completed",
-        failure_reason: str = "AlgorithmError: training script exited with code 1",
-        job_duration: timedelta = timedelta(hours=1),
+        name: str | None = None,
+        outcome: str | Outcome | None = None,
+        outcomes: Iterable[str | Outcome] = (),
+        failure_reason: str | None = None,
+        job_duration: timedelta | None = None,
         stop_execution: bool = False,
+        reconcile_every: float | None = None,
+        stuck_after: float = 2.0,
         timeout: float = 60.0,
+        follow: Follow | None = None,
     ) -> ExecutionResult:
-        """Start an execution, let its job end with ``outcome`` (or stop the execution)."""
-        import boto3
+        """Run one execution to its end and report it.
 
-        stepfunctions = boto3.client("stepfunctions")
-        sagemaker = boto3.client("sagemaker")
+        ``outcomes``: how each training job the run creates ends, in creation order (``outcome``
+        is a one-item shortcut); ``Completed`` after the list. A job ends once the run's code is
+        idle. ``stop_execution``: StopExecution once a job is running. ``reconcile_every``:
+        fire the scheduled rules every so many seconds; they also fire when the execution has
+        made no progress for ``stuck_after`` seconds with nothing in flight.
+        """
+        arn = self.state_machine(state_machine_arn)
+        scripted = ([outcome] if outcome is not None else []) + list(outcomes)
+        self.training.script(scripted, failure_reason=failure_reason, job_duration=job_duration)
+        first_attempt = len(self.training.attempts)
+        first_request = len(self.training.requests)
+        self._run_counter += 1
+        stepfunctions = self.client("stepfunctions")
         started = stepfunctions.start_execution(
-            stateMachineArn=state_machine_arn, name=name, input=json.dumps(execution_input or {})
+            stateMachineArn=arn,
+            name=name or f"local-run-{self._run_counter}",
+            input=json.dumps(execution_input if execution_input is not None else {}),
         )
-        execution_arn = started["executionArn"]
-        deadline = time.monotonic() + timeout
-        job_name = self._wait_for_job(stepfunctions, execution_arn, deadline)
-        if job_name is not None and stop_execution:
-            stepfunctions.stop_execution(executionArn=execution_arn, error="Stopped", cause="local")
-            events = self._events_handler()
-            events(_execution_event("ABORTED", execution_arn, state_machine_arn), None)
-            if self.job_status[job_name]["TrainingJobStatus"] == "Stopping":
-                # The job stops, and SageMaker says so; the aborted execution waits no more.
-                self.job_status[job_name] = {
-                    "TrainingJobStatus": "Stopped",
-                    "SecondaryStatus": "Stopped",
-                    "FailureReason": "Stopped by StopTrainingJob",
-                }
-                job = sagemaker.describe_training_job(TrainingJobName=job_name)
-                events(_job_event(job, "Stopped", "Stopped by StopTrainingJob", job_duration), None)
-        elif job_name is not None:
-            job = sagemaker.describe_training_job(TrainingJobName=job_name)
-            event = _job_event(job, outcome, failure_reason, job_duration)
-            # SageMaker's own view changes first; the event follows it.
-            self.job_status[job_name] = {
-                k: v
-                for k, v in event["detail"].items()
-                if k in ("TrainingJobStatus", "SecondaryStatus", "FailureReason", "ModelArtifacts")
-            }
-            self._events_handler()(event, None)
-        description = self._wait_for_end(stepfunctions, execution_arn, deadline)
-        history = stepfunctions.get_execution_history(executionArn=execution_arn, maxResults=1000)
-        jobs = [
-            sagemaker.describe_training_job(TrainingJobName=j["TrainingJobName"])
-            for j in sagemaker.list_training_jobs()["TrainingJobSummaries"]
-        ]
-        submitted = [r for r in self.requests if r["TrainingJobName"] == job_name]
+        execution_arn = str(started["executionArn"])
+        self._current_execution = execution_arn
+        follower = self._follow(follow, execution_arn)
+        try:
+            description = self._drive(
+                execution_arn, stop_execution, reconcile_every, stuck_after, timeout, first_attempt
+            )
+        finally:
+            self._current_execution = None
+        if follower is not None:
+            follower.join(timeout=10)
+        attempts = self.training.attempts[first_attempt:]
+        sagemaker = self.client("sagemaker")
+        created = dict.fromkeys(a.name for a in attempts if a.status != "ResourceLimitExceeded")
         return ExecutionResult(
             status=description["status"],
             output=json.loads(description["output"]) if description.get("output") else None,
             error=description.get("error"),
             cause=description.get("cause"),
-            history=history["events"],
-            training_jobs=jobs,
-            submitted_requests=submitted,
+            history=self.history(execution_arn),
+            training_jobs=[sagemaker.describe_training_job(TrainingJobName=n) for n in created],
+            submitted_requests=self.training.requests[first_request:],
+            jobs=list(attempts),
+            execution_arn=execution_arn,
         )
 
-    def _events_handler(self) -> Callable[..., Any]:
-        for handler, environment in self.handlers.by_function.values():
-            if handler.__module__ == "events":
-                os.environ.update(environment)
-                return handler
-        raise LookupError("the template has no events handler")
+    def history(self, execution_arn: str) -> list[dict[str, Any]]:
+        """Every history event of an execution."""
+        paginator = self.client("stepfunctions").get_paginator("get_execution_history")
+        return [
+            e for page in paginator.paginate(executionArn=execution_arn) for e in page["events"]
+        ]
 
-    def _wait_for_job(self, stepfunctions: Any, execution_arn: str, deadline: float) -> str | None:
-        import boto3
-
-        sagemaker = boto3.client("sagemaker")
-        while time.monotonic() < deadline:
-            for summary in sagemaker.list_training_jobs()["TrainingJobSummaries"]:
-                name = str(summary["TrainingJobName"])
-                running = self.job_status.get(name, {}).get("TrainingJobStatus") == "InProgress"
-                if running and self._waiting(name):
-                    return name
-            status = stepfunctions.describe_execution(executionArn=execution_arn)["status"]
-            if status in TERMINAL_EXECUTION:
-                return None
-            time.sleep(0.05)
-        raise TimeoutError("no training job was submitted in time")
-
-    def _waiting(self, job_name: str) -> bool:
-        """The submit handler stored the task token: the execution waits for this job."""
-        import boto3
-
-        table = next(env["TOKEN_TABLE"] for _, env in self.handlers.by_function.values())
-        item = (
-            boto3.client("dynamodb")
-            .get_item(TableName=table, Key={"pk": {"S": f"job#{job_name}"}})
-            .get("Item")
-        )
-        return item is not None
-
-    def _wait_for_end(
-        self, stepfunctions: Any, execution_arn: str, deadline: float
+    def _drive(
+        self,
+        execution_arn: str,
+        stop_execution: bool,
+        reconcile_every: float | None,
+        stuck_after: float,
+        timeout: float,
+        first_attempt: int,
     ) -> dict[str, Any]:
+        stepfunctions = self.client("stepfunctions")
+        deadline = time.monotonic() + timeout
+        seen: set[str] = set()
+        stopped = False
+        last_fire = time.monotonic()
+        progress = (-1, time.monotonic())
         while time.monotonic() < deadline:
+            self.deliver_events()
+            idle = not self.bus.pending() and not self.lambdas.running()
+            running = self.training.running()
+            if idle:
+                # A job outlives the calls that started it: it ends once they are done.
+                for job in running:
+                    if job in seen:
+                        self.training.end(job)
+                seen.update(running)
             description = stepfunctions.describe_execution(executionArn=execution_arn)
             if description["status"] in TERMINAL_EXECUTION:
-                return dict(description)
-            time.sleep(0.05)
-        raise TimeoutError("the execution did not end in time")
+                self._settle_after(deadline)
+                return dict(stepfunctions.describe_execution(executionArn=execution_arn))
+            mine = [a for a in self.training.attempts[first_attempt:] if a.status == "InProgress"]
+            if stop_execution and not stopped and mine and idle:
+                stepfunctions.stop_execution(
+                    executionArn=execution_arn, error="Stopped", cause="local run: stop_execution"
+                )
+                stopped = True
+                continue
+            now = time.monotonic()
+            if reconcile_every is not None and now - last_fire >= reconcile_every:
+                self.bus.fire_schedules()
+                last_fire = now
+            events = len(self.history(execution_arn)) if idle and not running else -1
+            if events != progress[0]:
+                progress = (events, now)
+            elif now - progress[1] >= stuck_after:
+                # Nothing in flight, no progress: what a scheduled reconciler is for.
+                self.bus.fire_schedules()
+                progress = (-1, now)
+            time.sleep(_TICK)
+        raise TimeoutError(
+            f"the execution {execution_arn} did not end within {timeout:.0f} s; its last events: "
+            + ", ".join(e["type"] for e in self.history(execution_arn)[-5:])
+        )
 
+    def _settle_after(self, deadline: float) -> None:
+        """After the end: deliver what is in flight; stopping jobs end as stopped."""
+        while time.monotonic() < deadline:
+            self.deliver_events()
+            stopping = [a.name for a in self.training.attempts if a.status == "Stopping"]
+            busy = self.bus.pending() or self.lambdas.running()
+            if not busy:
+                for name in stopping:
+                    self.training.end(name)
+                if not stopping:
+                    return
+            time.sleep(_TICK)
 
-def _restore(owner: Any, name: str, original: Any) -> None:
-    if original is None:
-        delattr(owner, name)
-    else:
-        setattr(owner, name, original)
+    def _stop_current(self) -> None:
+        if self._current_execution is not None:
+            self.client("stepfunctions").stop_execution(
+                executionArn=self._current_execution,
+                error="Stopped",
+                cause="local fault: stop_execution_during",
+            )
+
+    def _follow(self, follow: Follow | None, execution_arn: str) -> threading.Thread | None:
+        if follow is None:
+            return None
+        clients = Clients(
+            self.client("stepfunctions"), self.client("sagemaker"), self.client("logs")
+        )
+        thread = threading.Thread(target=follow, args=(clients, execution_arn), daemon=True)
+        thread.start()
+        return thread
 
 
 @contextlib.contextmanager
@@ -459,130 +503,11 @@ def _environment(key: str, value: str) -> Iterator[None]:
             os.environ[key] = previous
 
 
-def _job_event(
-    job: dict[str, Any], outcome: str, reason: str, duration: timedelta
-) -> dict[str, Any]:
-    """The "SageMaker Training Job State Change" event the service sends when a job ends."""
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    detail = {
-        "TrainingJobName": job["TrainingJobName"],
-        "TrainingJobArn": job["TrainingJobArn"],
-        "TrainingJobStatus": outcome,
-        "SecondaryStatus": {"Completed": "Completed", "Failed": "Failed"}.get(outcome, "Stopped"),
-        "ModelArtifacts": {
-            "S3ModelArtifacts": f"{job['OutputDataConfig']['S3OutputPath']}"
-            f"{job['TrainingJobName']}/output/model.tar.gz"
-        },
-        "TrainingStartTime": int(start.timestamp() * 1000),
-        "TrainingEndTime": int((start + duration).timestamp() * 1000),
-    }
-    if outcome != "Completed":
-        detail["FailureReason"] = reason
-    return {
-        "source": lifecycle.JOB_EVENT_SOURCE,
-        "detail-type": lifecycle.JOB_EVENT_TYPE,
-        "detail": detail,
-    }
+def _millis(moment: Any) -> int | None:
+    return int(moment.timestamp() * 1000) if moment is not None else None
 
 
-def _execution_event(status: str, execution_arn: str, state_machine_arn: str) -> dict[str, Any]:
-    return {
-        "source": lifecycle.EXECUTION_EVENT_SOURCE,
-        "detail-type": lifecycle.EXECUTION_EVENT_TYPE,
-        "detail": {
-            "status": status,
-            "executionArn": execution_arn,
-            "stateMachineArn": state_machine_arn,
-        },
-    }
-
-
-def _resolve(node: Any, template: dict[str, Any], arns: dict[str, str], region: str) -> Any:
-    """Intrinsic functions as the values this local deployment gives them."""
-    if isinstance(node, str | int | float | bool) or node is None:
-        return node
-    if isinstance(node, list):
-        return [_resolve(item, template, arns, region) for item in node]
-    pseudo = {
-        "AWS::Partition": "aws",
-        "AWS::Region": region,
-        "AWS::AccountId": ACCOUNT,
-        "AWS::URLSuffix": "amazonaws.com",
-    }
-    if "Ref" in node:
-        return pseudo.get(node["Ref"], arns.get(node["Ref"], node["Ref"]))
-    if "Fn::GetAtt" in node:
-        logical_id, _ = node["Fn::GetAtt"]
-        kind = template["Resources"][logical_id]["Type"]
-        if kind == "AWS::IAM::Role":
-            return f"arn:aws:iam::{ACCOUNT}:role/{logical_id}"
-        return arns.get(logical_id, f"arn:aws:local:{region}:{ACCOUNT}:{logical_id}")
-    if "Fn::Join" in node:
-        separator, parts = node["Fn::Join"]
-        return separator.join(str(_resolve(part, template, arns, region)) for part in parts)
-    if "Fn::Sub" in node:
-        return re.sub(
-            r"\$\{([^}]+)\}", lambda m: pseudo.get(m.group(1), m.group(1)), node["Fn::Sub"]
-        )
-    if "Fn::FindInMap" in node:
-        name, key, attribute = node["Fn::FindInMap"]
-        return template["Mappings"][name][_resolve(key, template, arns, region)][attribute]
-    return {key: _resolve(value, template, arns, region) for key, value in node.items()}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m hetero_constructs.local",
-        description="Run one execution of a synthesized training state machine locally (moto).",
-    )
-    parser.add_argument(
-        "template", help="a synthesized template, e.g. cdk.out/<Stack>.template.json"
-    )
-    parser.add_argument("--input", default="{}", help="execution input (overrides), JSON")
-    parser.add_argument(
-        "--outcome", default="Completed", choices=["Completed", "Failed", "Stopped"]
-    )
-    parser.add_argument("--region", default="us-west-2")
-    args = parser.parse_args(argv)
-    template = json.loads(Path(args.template).read_text())
-    with LocalCloud(args.region) as cloud:
-        cloud.deploy(template)
-        for machine in cloud.state_machines:
-            result = cloud.run(machine, json.loads(args.input), outcome=args.outcome)
-            print(f"state machine: {machine}")
-            for request in result.submitted_requests:
-                print("submitted CreateTrainingJob request:")
-                print(json.dumps(_summary(request), indent=2))
-            print(f"execution status: {result.status}")
-            if result.error:
-                print(f"error: {result.error}\ncause: {result.cause}")
-            else:
-                print(f"output: {json.dumps(result.output)}")
-            print(f"history events: {len(result.history)}")
-    return 0
-
-
-def _summary(request: dict[str, Any]) -> dict[str, Any]:
-    """The parts of the request that show the heterogeneous setup."""
-    if "violations" in request:
-        return request
-    hyperparameters = request.get("HyperParameters", {})
-    return {
-        "TrainingJobName": request["TrainingJobName"],
-        "InstanceGroups": request["ResourceConfig"].get("InstanceGroups"),
-        "Channels": [
-            {
-                "ChannelName": c["ChannelName"],
-                "S3Uri": c["DataSource"]["S3DataSource"]["S3Uri"],
-                "InstanceGroupNames": c["DataSource"]["S3DataSource"].get("InstanceGroupNames"),
-            }
-            for c in request.get("InputDataConfig", [])
-        ],
-        "DistributionHyperParameters": {
-            k: v for k, v in hyperparameters.items() if k.startswith(("sagemaker_", "mp_"))
-        },
-        "UserHyperParameters": {
-            k: v for k, v in hyperparameters.items() if not k.startswith(("sagemaker_", "mp_"))
-        },
-        "TrainingImage": request["AlgorithmSpecification"]["TrainingImage"],
-    }
+def _text(body: Any) -> str:
+    if body is None:
+        return "{}"
+    return body.decode() if isinstance(body, bytes) else str(body)

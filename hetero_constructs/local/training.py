@@ -1,0 +1,330 @@
+"""Training jobs as SageMaker runs them, in moto: created InProgress, ended when the run says.
+
+moto marks a job Completed the moment it is created, accepts a name twice and has no
+StopTrainingJob. Here a job stays ``InProgress`` until the local cloud ends it with the next
+scripted ``Outcome`` (one per CreateTrainingJob attempt, in creation order; ``Completed`` once the
+script runs out), its name is unique (``ResourceInUse``), StopTrainingJob moves it to
+``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers with every field of the
+request as submitted, and each status change is an EventBridge "SageMaker Training Job State
+Change" event as the service sends it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from hetero_constructs.local.moto_gaps import Patches
+
+#: The outcomes a run can script, one per CreateTrainingJob attempt.
+OUTCOME_STATUSES = ("Completed", "Failed", "Stopped", "ResourceLimitExceeded")
+DEFAULT_FAILURE_REASON = "AlgorithmError: training script exited with code 1"
+JOB_EVENT_SOURCE = "aws.sagemaker"
+JOB_EVENT_TYPE = "SageMaker Training Job State Change"
+#: Job statuses after which nothing changes any more.
+TERMINAL_JOB_STATUSES = ("Completed", "Failed", "Stopped")
+
+#: Receives each event the simulated service emits.
+EventSink = Callable[[dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one training-job attempt ends.
+
+    ``Completed``; ``Failed`` with its ``FailureReason`` (``detail``); ``Stopped`` with its
+    ``SecondaryStatus`` (``detail``, default ``Stopped``); ``ResourceLimitExceeded``: the
+    CreateTrainingJob call itself is refused with that error and no job exists.
+    """
+
+    status: str
+    detail: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | Outcome) -> Outcome:
+        """``STATUS[:DETAIL]``, e.g. ``Failed:CapacityError: Unable to provision ...``."""
+        if isinstance(text, Outcome):
+            return text
+        status, _, detail = text.partition(":")
+        status, detail = status.strip(), detail.strip()
+        if status not in OUTCOME_STATUSES:
+            raise ValueError(
+                f"outcome {text!r}: the status must be one of {', '.join(OUTCOME_STATUSES)} "
+                "(optionally Failed:REASON or Stopped:SECONDARY_STATUS), e.g. "
+                "'Failed:CapacityError: Unable to provision requested ML compute capacity.'"
+            )
+        if detail and status in ("Completed", "ResourceLimitExceeded"):
+            raise ValueError(
+                f"outcome {text!r}: {status} takes no detail; only Failed:REASON and "
+                "Stopped:SECONDARY_STATUS do"
+            )
+        return cls(status, detail or None)
+
+
+@dataclass
+class TrainingJobAttempt:
+    """One CreateTrainingJob attempt of a run: the request as submitted and how it ended."""
+
+    name: str
+    status: str
+    instance_types: list[str]
+    request: dict[str, Any]
+    secondary_status: str | None = None
+    failure_reason: str | None = None
+    planned: Outcome = field(default_factory=lambda: Outcome("Completed"))
+
+    def to_json(self) -> dict[str, Any]:
+        """The command line's ``jobs[]`` entry."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "instance_types": self.instance_types,
+            "request": self.request,
+        }
+
+
+def instance_types(request: dict[str, Any]) -> list[str]:
+    """The instance types a request asks for, one per instance group (or the single type)."""
+    resources = request.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups")
+    if groups:
+        return [str(group.get("InstanceType")) for group in groups]
+    return [str(resources["InstanceType"])] if resources.get("InstanceType") else []
+
+
+def epoch_millis(value: Any) -> Any:
+    """Datetimes anywhere in ``value`` as epoch milliseconds (EventBridge's SageMaker events)."""
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dict):
+        return {key: epoch_millis(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [epoch_millis(item) for item in value]
+    return value
+
+
+class TrainingJobs:
+    """The simulated training-job lifecycle (install once, inside moto)."""
+
+    def __init__(self, emit: EventSink, account: str, region: str) -> None:
+        self.attempts: list[TrainingJobAttempt] = []
+        self.requests: list[dict[str, Any]] = []  # every CreateTrainingJob call, as submitted
+        self.stopped_jobs: list[str] = []  # StopTrainingJob calls that stopped a running job
+        self.failure_reason = DEFAULT_FAILURE_REASON
+        self.job_duration = timedelta(hours=1)
+        self._emit = emit
+        self._account = account
+        self._region = region
+        self._outcomes: deque[Outcome] = deque()
+        self._backend: Any = None
+        self._lock = threading.RLock()
+
+    # -- scripting ------------------------------------------------------------------------
+
+    def script(
+        self,
+        outcomes: Iterable[str | Outcome] = (),
+        *,
+        failure_reason: str | None = None,
+        job_duration: timedelta | None = None,
+    ) -> None:
+        """How the next attempts end, in creation order (then ``Completed``)."""
+        with self._lock:
+            self._outcomes = deque(Outcome.parse(outcome) for outcome in outcomes)
+            if failure_reason is not None:
+                self.failure_reason = failure_reason
+            if job_duration is not None:
+                self.job_duration = job_duration
+
+    def running(self) -> list[str]:
+        """Jobs that are InProgress or Stopping: the ones the run loop ends."""
+        with self._lock:
+            return [a.name for a in self.attempts if a.status in ("InProgress", "Stopping")]
+
+    def attempt(self, name: str) -> TrainingJobAttempt:
+        with self._lock:
+            return next(a for a in reversed(self.attempts) if a.name == name)
+
+    # -- the service side -------------------------------------------------------------------
+
+    def install(self, patches: Patches) -> None:
+        from moto.core.responses import ActionResult
+        from moto.sagemaker import exceptions
+        from moto.sagemaker.models import SageMakerModelBackend
+        from moto.sagemaker.responses import SageMakerResponse
+
+        create = SageMakerResponse.create_training_job
+        describe = SageMakerModelBackend.describe_training_job
+        jobs = self
+
+        class ResourceLimitExceeded(exceptions.SagemakerClientError):
+            code = "ResourceLimitExceeded"
+
+        def create_training_job(response: Any) -> Any:
+            request = json.loads(response.body)
+            name = str(request.get("TrainingJobName"))
+            backend = response.sagemaker_backend
+            with jobs._lock:
+                jobs._backend = backend
+                jobs.requests.append(request)
+                if name in backend.training_jobs:
+                    arn = backend.training_jobs[name].arn
+                    raise exceptions.ResourceInUseException(
+                        message=f"Training job names must be unique within an AWS account and "
+                        f"region, and a training job with this name already exists ({arn})"
+                    )
+                planned = jobs._outcomes.popleft() if jobs._outcomes else Outcome("Completed")
+                attempt = TrainingJobAttempt(
+                    name, "InProgress", instance_types(request), request, planned=planned
+                )
+                jobs.attempts.append(attempt)
+                if planned.status == "ResourceLimitExceeded":
+                    attempt.status = "ResourceLimitExceeded"
+                    raise ResourceLimitExceeded(_quota_message(request))
+                result = create(response)
+                job = backend.training_jobs[name]
+                job.training_job_status = attempt.status = "InProgress"
+                job.secondary_status = attempt.secondary_status = "Starting"
+                job.training_start_time = job.training_end_time = None
+                job.secondary_status_transitions = [
+                    {
+                        "Status": "Starting",
+                        "StartTime": job.creation_time,
+                        "StatusMessage": "Launching requested ML instances",
+                    }
+                ]
+            jobs._emit(jobs.state_change_event(name))
+            return result
+
+        def describe_training_job(backend: Any, training_job_name: str) -> dict[str, Any]:
+            described = dict(describe(backend, training_job_name))
+            with jobs._lock:
+                attempt = next(
+                    (a for a in reversed(jobs.attempts) if a.name == training_job_name), None
+                )
+            if attempt is None:
+                return described
+            # Every member of the request as submitted (moto keeps only some, and alters some).
+            described.update({k: v for k, v in attempt.request.items() if k != "Tags"})
+            if attempt.status not in ("Completed", "Stopped"):
+                described.pop("ModelArtifacts", None)
+            return described
+
+        def stop_training_job(response: Any) -> Any:
+            name = response._get_param("TrainingJobName")
+            backend = response.sagemaker_backend
+            with jobs._lock:
+                if name not in backend.training_jobs:
+                    raise exceptions.ValidationError(
+                        message=f"Requested resource not found: {name}"
+                    )
+                job = backend.training_jobs[name]
+                attempt = jobs.attempt(name)
+                if attempt.status != "InProgress":
+                    raise exceptions.ValidationError(
+                        message=f"The request was rejected because the training job is in "
+                        f"status {attempt.status}."
+                    )
+                job.training_job_status = attempt.status = "Stopping"
+                job.secondary_status = attempt.secondary_status = "Stopping"
+                job.last_modified_time = datetime.now(UTC)
+                jobs.stopped_jobs.append(name)
+            jobs._emit(jobs.state_change_event(name))
+            return ActionResult({})
+
+        patches.replace(SageMakerResponse, "create_training_job", create_training_job)
+        patches.replace(SageMakerResponse, "stop_training_job", stop_training_job)
+        patches.replace(SageMakerModelBackend, "describe_training_job", describe_training_job)
+
+    # -- ending a job --------------------------------------------------------------------
+
+    def end(self, name: str, outcome: str | Outcome | None = None) -> TrainingJobAttempt:
+        """End a running job: as stopped if it is Stopping, else with ``outcome`` (or its plan)."""
+        with self._lock:
+            attempt = self.attempt(name)
+            if attempt.status not in ("InProgress", "Stopping"):
+                raise ValueError(f"training job {name} has already ended ({attempt.status})")
+            if attempt.status == "Stopping":
+                planned = Outcome("Stopped")
+            else:
+                planned = Outcome.parse(outcome) if outcome is not None else attempt.planned
+            job = self._backend.training_jobs[name]
+            start = job.creation_time
+            end = start + self.job_duration
+            attempt.status = planned.status
+            if planned.status == "Completed":
+                attempt.secondary_status = "Completed"
+            elif planned.status == "Failed":
+                attempt.secondary_status = "Failed"
+                attempt.failure_reason = planned.detail or self.failure_reason
+            else:
+                attempt.secondary_status = planned.detail or "Stopped"
+            job.training_job_status = attempt.status
+            job.secondary_status = attempt.secondary_status
+            if attempt.failure_reason:
+                job.failure_reason = attempt.failure_reason
+            job.training_start_time = start
+            job.training_end_time = job.last_modified_time = end
+            seconds = int(self.job_duration.total_seconds())
+            job.training_time_in_seconds = seconds
+            job.billable_time_in_seconds = seconds * _instance_count(attempt.request)
+            job.secondary_status_transitions = [
+                {"Status": "Starting", "StartTime": start, "EndTime": start},
+                {"Status": "Training", "StartTime": start, "EndTime": end},
+                {"Status": attempt.secondary_status, "StartTime": end, "EndTime": end},
+            ]
+        self._emit(self.state_change_event(name))
+        return attempt
+
+    def state_change_event(self, name: str) -> dict[str, Any]:
+        """The "SageMaker Training Job State Change" event for the job as it is now."""
+        with self._lock:
+            described = describe_plain(self._backend, name)
+            tags = self._backend.training_jobs[name].tags or []
+        detail = {key: value for key, value in described.items() if key != "Tags"}
+        detail["Tags"] = {tag["Key"]: tag["Value"] for tag in tags}
+        return {
+            "version": "0",
+            "id": str(uuid.uuid4()),
+            "detail-type": JOB_EVENT_TYPE,
+            "source": JOB_EVENT_SOURCE,
+            "account": self._account,
+            "time": _event_time(),
+            "region": self._region,
+            "resources": [described["TrainingJobArn"]],
+            "detail": detail,
+        }
+
+
+def describe_plain(backend: Any, name: str) -> dict[str, Any]:
+    """DescribeTrainingJob as the service's events carry it: times in epoch milliseconds."""
+    return dict(epoch_millis(copy.deepcopy(backend.describe_training_job(name))))
+
+
+def _instance_count(request: dict[str, Any]) -> int:
+    resources = request.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups")
+    if groups:
+        return sum(int(group.get("InstanceCount", 1)) for group in groups)
+    return int(resources.get("InstanceCount", 1))
+
+
+def _quota_message(request: dict[str, Any]) -> str:
+    kind = (instance_types(request) or ["ml.m5.large"])[0]
+    count = _instance_count(request)
+    return (
+        f"The account-level service limit '{kind} for training job usage' is 0 Instances, with "
+        f"current utilization of 0 Instances and a request delta of {count} Instances. Please "
+        "use AWS Service Quotas to request an increase for this quota."
+    )
+
+
+def _event_time() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

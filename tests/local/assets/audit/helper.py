@@ -1,0 +1,3 @@
+"""The audit function's helper.py (the orders function has another one)."""
+
+ORIGIN = "audit"

@@ -1,0 +1,163 @@
+"""moto's gaps, filled: the training-job lifecycle and the context object, checked directly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from hetero_constructs.local import LocalCloud
+
+REQUEST: dict[str, Any] = {
+    "TrainingJobName": "gap-job",
+    "AlgorithmSpecification": {"TrainingImage": "image:1", "TrainingInputMode": "File"},
+    "RoleArn": "arn:aws:iam::123456789012:role/r",
+    "OutputDataConfig": {"S3OutputPath": "s3://b/out/"},
+    "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 2, "VolumeSizeInGB": 10},
+    "StoppingCondition": {"MaxRuntimeInSeconds": 600},
+    "RetryStrategy": {"MaximumRetryAttempts": 2},
+    "Tags": [{"Key": "team", "Value": "ml"}],
+}
+
+
+@pytest.fixture
+def cloud() -> Iterator[LocalCloud]:
+    with LocalCloud("us-east-2") as local:
+        yield local
+
+
+def test_a_job_runs_until_its_end_is_simulated(cloud: LocalCloud) -> None:
+    sagemaker = cloud.client("sagemaker")
+    arn = sagemaker.create_training_job(**REQUEST)["TrainingJobArn"]
+    job = sagemaker.describe_training_job(TrainingJobName="gap-job")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("InProgress", "Starting")
+    assert job["RetryStrategy"] == {"MaximumRetryAttempts": 2}  # every member of the request
+    assert "ModelArtifacts" not in job
+    with pytest.raises(ClientError, match="ResourceInUse"):
+        sagemaker.create_training_job(**REQUEST)
+    assert {"Key": "team", "Value": "ml"} in sagemaker.list_tags(ResourceArn=arn)["Tags"]
+    sagemaker.add_tags(ResourceArn=arn, Tags=[{"Key": "run", "Value": "1"}])
+    assert {"Key": "run", "Value": "1"} in sagemaker.list_tags(ResourceArn=arn)["Tags"]
+    cloud.end_training_job("gap-job", "Failed:CapacityError: no capacity")
+    job = sagemaker.describe_training_job(TrainingJobName="gap-job")
+    assert job["TrainingJobStatus"] == "Failed"
+    assert job["FailureReason"] == "CapacityError: no capacity"
+    assert job["BillableTimeInSeconds"] == 2 * 3600  # one simulated hour on two instances
+    starting, ended = [e for e in cloud.bus.events if e["source"] == "aws.sagemaker"]
+    assert starting["detail"]["TrainingJobStatus"] == "InProgress"
+    assert ended["detail-type"] == "SageMaker Training Job State Change"
+    assert ended["resources"] == [arn] and ended["region"] == "us-east-2"
+    assert ended["detail"]["FailureReason"] == "CapacityError: no capacity"
+    assert isinstance(ended["detail"]["TrainingEndTime"], int)  # epoch milliseconds
+    assert ended["detail"]["Tags"] == {"team": "ml", "run": "1"}
+
+
+def test_stop_training_job(cloud: LocalCloud) -> None:
+    sagemaker = cloud.client("sagemaker")
+    sagemaker.create_training_job(**REQUEST)
+    sagemaker.stop_training_job(TrainingJobName="gap-job")
+    assert sagemaker.describe_training_job(TrainingJobName="gap-job")["TrainingJobStatus"] == (
+        "Stopping"
+    )
+    with pytest.raises(ClientError, match="status Stopping"):
+        sagemaker.stop_training_job(TrainingJobName="gap-job")
+    cloud.end_training_job("gap-job")
+    job = sagemaker.describe_training_job(TrainingJobName="gap-job")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("Stopped", "Stopped")
+    assert cloud.training.stopped_jobs == ["gap-job"]
+
+
+def test_resource_limit_exceeded_is_scripted_per_attempt(cloud: LocalCloud) -> None:
+    sagemaker = cloud.client("sagemaker")
+    cloud.training.script(["ResourceLimitExceeded"])
+    with pytest.raises(ClientError, match="ResourceLimitExceeded"):
+        sagemaker.create_training_job(**REQUEST)
+    sagemaker.create_training_job(**REQUEST)  # the next attempt is accepted
+    assert [a.status for a in cloud.training.attempts] == ["ResourceLimitExceeded", "InProgress"]
+
+
+def test_bad_outcomes_say_what_is_allowed() -> None:
+    from hetero_constructs.local import Outcome
+
+    with pytest.raises(ValueError, match="Completed, Failed, Stopped, ResourceLimitExceeded"):
+        Outcome.parse("Crashed")
+    with pytest.raises(ValueError, match="takes no detail"):
+        Outcome.parse("Completed:fine")
+    assert Outcome.parse("Stopped:MaxWaitTimeExceeded") == Outcome("Stopped", "MaxWaitTimeExceeded")
+
+
+def _template(definition: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "Resources": {
+            "Machine": {
+                "Type": "AWS::StepFunctions::StateMachine",
+                "Properties": {"DefinitionString": json.dumps(definition)},
+            }
+        }
+    }
+
+
+def test_context_object_fields_in_jsonpath_and_retries(cloud: LocalCloud) -> None:
+    fields = {
+        "entered.$": "$$.State.EnteredTime",
+        "retries.$": "$$.State.RetryCount",
+        "start.$": "$$.Execution.StartTime",
+        "id.$": "$$.Execution.Id",
+        "name.$": "$$.Execution.Name",
+        "machine.$": "$$.StateMachine.Id",
+    }
+    cloud.deploy(
+        _template(
+            {
+                "StartAt": "Context",
+                "States": {
+                    "Context": {
+                        "Type": "Pass",
+                        "Parameters": fields,
+                        "ResultPath": "$.pass",
+                        "Next": "Fail twice",
+                    },
+                    "Fail twice": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::aws-sdk:sagemaker:describeTrainingJob",
+                        "Parameters": {
+                            "TrainingJobName.$": "States.Format('missing-{}', $$.State.RetryCount)"
+                        },
+                        "Retry": [
+                            {
+                                "ErrorEquals": ["States.ALL"],
+                                "IntervalSeconds": 1,
+                                "BackoffRate": 1,
+                                "MaxAttempts": 2,
+                            }
+                        ],
+                        "Catch": [
+                            {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "Done"}
+                        ],
+                    },
+                    "Done": {
+                        "Type": "Pass",
+                        "Parameters": {
+                            "retries.$": "$$.State.RetryCount",
+                            "error.$": "$.error.Cause",
+                        },
+                        "ResultPath": "$.done",
+                        "End": True,
+                    },
+                },
+            }
+        )
+    )
+    result = cloud.run(None, {}, name="context")
+    assert result.status == "SUCCEEDED", result.cause
+    context = result.output["pass"]
+    assert context["retries"] == 0
+    assert context["name"] == "context" and context["id"] == result.execution_arn
+    assert context["machine"] == cloud.state_machine()
+    for key in ("entered", "start"):
+        assert context[key].endswith("Z") and len(context[key]) == len("2026-01-01T00:00:00.000Z")
+    # The third attempt asked for the job named after its retry count.
+    assert "missing-2" in result.output["done"]["error"]
