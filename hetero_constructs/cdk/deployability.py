@@ -30,7 +30,6 @@ from aws_cdk import (
     PolicyValidationPluginReport,
     PolicyViolatingResource,
     PolicyViolation,
-    Stage,
     Validations,
 )
 from constructs import IConstruct
@@ -149,7 +148,8 @@ class DeployabilityChecks:
         return PolicyViolation(
             rule_name=found.quota,
             description=(
-                f"{found.problem} Measured: {found.measured:,} {found.unit}{estimate}; "
+                f"[{found.quota}] {found.problem} "
+                f"Measured: {found.measured:,} {found.unit}{estimate}; "
                 f"limit: {found.limit:,} {found.unit}."
             ),
             fix=found.fix,
@@ -183,8 +183,7 @@ def enable_deployability_checks(
 
     Calling it again for the same app adds nothing; the limits become the larger of what the
     calls declared (a quota increase applies to the whole account, and the library's own call
-    passes the defaults). A tree whose root is not an App or Stage cannot synthesize and is
-    left alone.
+    passes the defaults).
     """
     limits = Limits(event_pattern_limit, managed_policies_per_role)
     root = scope.node.root
@@ -194,8 +193,6 @@ def enable_deployability_checks(
             max(plugin.limits.event_pattern_size, limits.event_pattern_size),
             max(plugin.limits.managed_policies_per_role, limits.managed_policies_per_role),
         )
-        return
-    if not Stage.is_stage(root):
         return
     plugin = DeployabilityChecks(limits)
     Validations.of(root).add_plugins(plugin)

@@ -816,15 +816,21 @@ _TRAINING_JOB_NAME = re.compile(r'"TrainingJobName"\s*:\s*"((?:[^"\\]|\\.)*)"')
 
 
 def _literal_fragments(node: Any) -> Iterator[str]:
-    """The literal strings a definition is built from (the parts of a join, a Sub template)."""
+    """The literal runs of a definition: a string, or a join's literal parts between references."""
     if isinstance(node, str):
         yield node
     elif is_intrinsic(node):
         ((name, argument),) = node.items()
         if name == "Fn::Join" and isinstance(argument, list) and len(argument) == 2:
-            parts = argument[1]
+            separator, parts = argument
+            run: list[str] = []
             for part in parts if isinstance(parts, list) else []:
-                yield from _literal_fragments(part)
+                if isinstance(part, str):
+                    run.append(part)
+                    continue
+                yield str(separator).join(run)
+                run = []
+            yield str(separator).join(run)
         elif name == "Fn::Sub":
             template = argument[0] if isinstance(argument, list) else argument
             if isinstance(template, str):

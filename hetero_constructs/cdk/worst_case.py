@@ -423,22 +423,24 @@ class WorstCase:
         kind: _Kind | None = None,
         name: str | None = None,
     ) -> str:
-        values = {
-            "partition": self._pseudo_value("AWS::Partition") if "{partition}" in pattern else "",
-            "region": self._pseudo_value("AWS::Region") if "{region}" in pattern else "",
-            "account": self._pseudo_value("AWS::AccountId") if "{account}" in pattern else "",
-            "url_suffix": self._pseudo_value("AWS::URLSuffix") if "{url_suffix}" in pattern else "",
-            "path": "",
-            "name": name or "",
-            "arn": "",
-        }
+        """``pattern`` with its placeholders filled (``{arn}`` first becomes the kind's ARN)."""
+        if kind is not None:
+            pattern = pattern.replace("{arn}", kind.arn)
+        values = {"name": name or "", "path": "/"}
+        for placeholder, pseudo in (
+            ("partition", "AWS::Partition"),
+            ("region", "AWS::Region"),
+            ("account", "AWS::AccountId"),
+            ("url_suffix", "AWS::URLSuffix"),
+        ):
+            values[placeholder] = (
+                self._pseudo_value(pseudo) if "{" + placeholder + "}" in pattern else ""
+            )
         if resource is not None and kind is not None:
-            if "{name}" in pattern or "{arn}" in pattern:
+            if "{name}" in pattern:
                 values["name"] = self._name(resource, logical_id, kind)
-            path = (resource.get("Properties") or {}).get("Path", "/")
-            values["path"] = self.text(path) if "{path}" in pattern + kind.arn else "/"
-            if "{arn}" in pattern:
-                values["arn"] = kind.arn.format(**{**values, "arn": ""})
+            if "{path}" in pattern:
+                values["path"] = self.text((resource.get("Properties") or {}).get("Path", "/"))
         return pattern.format(**values)
 
     # -- the other functions ---------------------------------------------------------------------
