@@ -914,10 +914,11 @@ def quota_by_id(quota_id: str) -> Quota:
 _HEADER = """# Deployability checks
 
 Quotas that CloudFormation does not check before it starts a deploy, and that then fail it
-halfway: `hetero-constructs` measures them on every synthesized template
-(`hetero_constructs.cdk.deployability`, on by default with the library's constructs) and fails
-the synth with a violation naming the rule id, the construct path, the measured size and the
-limit, and the fix. Generated from the code
+halfway. `enable_deployability_checks(scope)` (`hetero_constructs.cdk.deployability`) measures
+them on every template of the app at synth and fails the synth with a violation naming the
+rule id, the construct path, the measured size and the limit, and the fix;
+`python -m hetero_constructs.cdk.quotas cdk.out/*.template.json` checks templates already
+synthesized. Generated from the code
 (`python -m hetero_constructs.cdk.quotas > docs/deployability.md`).
 """
 

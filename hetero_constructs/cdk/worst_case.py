@@ -19,8 +19,11 @@ replaced by a string at least as long as anything it can deploy to:
   ``Default``; ``Fn::FindInMap`` with an unresolved key: the longest value for any key;
   ``Fn::If``: the longer branch; ``Fn::Select`` with an unresolved index: the longest item.
 - anything else (an import, a resource type or attribute not modelled here, an unknown
-  intrinsic): ``UNKNOWN_LENGTH`` characters. That is a guess, not a bound; the measurement
-  says it used one (``WorstCase.guesses``).
+  intrinsic): ``UNKNOWN_LENGTH`` (256) characters. That is a guess, not a bound
+  (``WorstCase.guesses`` counts them).
+
+A measurement that used any of these says so (``Measurement.estimated``); with every value
+known it is exact.
 
 Only lengths matter: the stand-in strings are ASCII letters and digits that JSON needs no
 escapes for.
