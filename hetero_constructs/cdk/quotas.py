@@ -195,9 +195,22 @@ class TemplateView:
         self._definitions: dict[str, tuple[str, bool]] = {}
 
     def of_type(self, resource_type: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        """The resources of one type, with their properties."""
         for logical_id, resource in self.resources.items():
             if isinstance(resource, dict) and resource.get("Type") == resource_type:
-                yield logical_id, resource.get("Properties") or {}
+                properties = resource.get("Properties")
+                yield logical_id, properties if isinstance(properties, dict) else {}
+
+    @functools.cached_property
+    def named_roles(self) -> dict[str, str]:
+        """Role name -> logical id, for the roles whose name is known at synth."""
+        named = {}
+        for logical_id, properties in self.of_type("AWS::IAM::Role"):
+            if "RoleName" in properties:
+                name = self.worst.exact(properties["RoleName"])
+                if name is not None:
+                    named[name] = logical_id
+        return named
 
     def construct_path(self, logical_id: str | None) -> str:
         if logical_id is None:
@@ -328,12 +341,7 @@ _SPLIT_POLICIES = (
 
 def _role_keys(view: TemplateView, roles: Any) -> list[tuple[str, str]]:
     """The roles a policy attaches to: ("role", logical id) or ("external", name)."""
-    named = {}
-    for logical_id, properties in view.of_type("AWS::IAM::Role"):
-        if "RoleName" in properties:
-            name = view.worst.exact(properties["RoleName"])
-            if name is not None:
-                named[name] = logical_id
+    named = view.named_roles
     items = roles if isinstance(roles, list) else [roles]
     keys = []
     for item in items:
@@ -537,7 +545,10 @@ def _policy_key(item: Any) -> str:
 def stack_resources(view: TemplateView) -> Iterator[Reading]:
     """A stack declares at most 500 resources.
 
-    Every entry of ``Resources`` counts, CDK's ``AWS::CDK::Metadata`` included.
+    Every entry of ``Resources`` counts, CDK's ``AWS::CDK::Metadata`` included. In a CDK app,
+    the stack's own check (``TooManyResourcesInStack``) stops the synth first, unless the app
+    sets the ``@aws-cdk/core:stackResourceLimit`` context; this one covers such apps and
+    templates measured after the synth.
     """
     yield Reading(
         "the stack",
@@ -556,8 +567,9 @@ def stack_resources(view: TemplateView) -> Iterator[Reading]:
     source=(
         f"{_CFN_QUOTAS}: 'Template body size in an Amazon S3 object: 1 MB'; CloudFormation "
         "refuses larger ones with 'Template may not exceed 1000000 bytes in size' (cfn-lint's "
-        "E1002 uses the same 1,000,000). The 51,200-byte limit of a template passed in the "
-        "request does not apply: the CDK CLI uploads templates through the bootstrap bucket."
+        "E1002 and aws-cdk-lib's template-size warning use the same 1,000,000). The "
+        "51,200-byte limit of a template passed in the request does not apply: the CDK CLI "
+        "uploads templates through the bootstrap bucket."
     ),
     fix=("split the stack into several stacks or nested stacks; this quota cannot be raised"),
 )
