@@ -22,9 +22,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import botocore.session
+import botocore.model
 
-from hetero_constructs.cdk.worst_case import KnownValues, WorstCase, is_intrinsic
+from hetero_constructs.cdk.worst_case import KnownValues, WorstCase, botocore_loader, is_intrinsic
+from hetero_constructs.core import service_model
 from hetero_constructs.core.violations import Violation
 
 _T = TypeVar("_T")
@@ -64,9 +65,17 @@ LAMBDA_ENVIRONMENT_BYTES = 4 * 1024
 
 
 @functools.cache
+def _service_model(service: str) -> botocore.model.ServiceModel:
+    """One service's model, loaded on first use."""
+    return botocore.model.ServiceModel(
+        botocore_loader().load_service_model(service, "service-2"), service
+    )
+
+
+@functools.cache
 def _model_member(service: str, operation: str, member: str) -> Any:
-    model = botocore.session.get_session().get_service_model(service)
-    return model.operation_model(operation).input_shape.members[member]
+    """A member of an operation's input shape."""
+    return _service_model(service).operation_model(operation).input_shape.members[member]
 
 
 def model_max(service: str, operation: str, member: str) -> int:
@@ -91,8 +100,12 @@ class Limits:
     managed_policies_per_role: int = MANAGED_POLICIES_PER_ROLE
 
     def __post_init__(self) -> None:
-        highest = model_max("events", "PutRule", "EventPattern")
-        if not (0 < self.event_pattern_size <= highest):
+        size = self.event_pattern_size
+        # Above the default quota, the API's own maximum is the bound (read only then).
+        highest = EVENT_PATTERN_CHARACTERS
+        if size > highest:
+            highest = model_max("events", "PutRule", "EventPattern")
+        if not (0 < size <= highest):
             raise ValueError(
                 f"event_pattern_size {self.event_pattern_size} is not an EventBridge limit. "
                 f"Allowed: 1 to {highest} characters (the PutRule API's maximum; the default "
@@ -616,7 +629,6 @@ def state_machine_definition(view: TemplateView) -> Iterator[Reading]:
     JSON), with ``DefinitionSubstitutions`` applied, in UTF-8 bytes. A definition in S3
     (``DefinitionS3Location``) is not in the template and is not measured.
     """
-    limit = model_max("stepfunctions", "CreateStateMachine", "definition")
     for logical_id, properties in view.of_type("AWS::StepFunctions::StateMachine"):
         found = view.definition(logical_id, properties)
         if found is None:
@@ -627,7 +639,7 @@ def state_machine_definition(view: TemplateView) -> Iterator[Reading]:
             logical_id,
             "Properties/DefinitionString",
             len(text.encode()),
-            limit,
+            model_max("stepfunctions", "CreateStateMachine", "definition"),
             "bytes",
             f"The definition of state machine {logical_id} is larger than Step Functions accepts.",
             estimated,
@@ -713,7 +725,11 @@ def lambda_environment(view: TemplateView) -> Iterator[Reading]:
 
 
 def _names(
-    view: TemplateView, resource_type: str, name_property: str, limit: int, what: str
+    view: TemplateView,
+    resource_type: str,
+    name_property: str,
+    limit: Callable[[], int],
+    what: str,
 ) -> Iterator[Reading]:
     """The literal (or known-value) names a template gives; generated names always fit."""
     for logical_id, properties in view.of_type(resource_type):
@@ -726,7 +742,7 @@ def _names(
             logical_id,
             f"Properties/{name_property}",
             len(name),
-            limit,
+            limit(),
             "characters",
             f"The {what} of {logical_id} ({name!r}) is longer than the service accepts."
             if not estimated
@@ -753,9 +769,12 @@ _MODEL = "botocore's {} model: {} max {}"
 )
 def state_machine_name(view: TemplateView) -> Iterator[Reading]:
     """A state machine's name is at most 80 characters."""
-    limit = model_max("stepfunctions", "CreateStateMachine", "name")
     yield from _names(
-        view, "AWS::StepFunctions::StateMachine", "StateMachineName", limit, "state machine name"
+        view,
+        "AWS::StepFunctions::StateMachine",
+        "StateMachineName",
+        lambda: model_max("stepfunctions", "CreateStateMachine", "name"),
+        "state machine name",
     )
 
 
@@ -771,8 +790,13 @@ def state_machine_name(view: TemplateView) -> Iterator[Reading]:
 )
 def role_name(view: TemplateView) -> Iterator[Reading]:
     """An IAM role's name is at most 64 characters."""
-    limit = model_max("iam", "CreateRole", "RoleName")
-    yield from _names(view, "AWS::IAM::Role", "RoleName", limit, "role name")
+    yield from _names(
+        view,
+        "AWS::IAM::Role",
+        "RoleName",
+        lambda: model_max("iam", "CreateRole", "RoleName"),
+        "role name",
+    )
 
 
 @quota(
@@ -787,8 +811,9 @@ def role_name(view: TemplateView) -> Iterator[Reading]:
 )
 def role_path(view: TemplateView) -> Iterator[Reading]:
     """An IAM role's path is at most 512 characters."""
-    limit = model_max("iam", "CreateRole", "Path")
-    yield from _names(view, "AWS::IAM::Role", "Path", limit, "role path")
+    yield from _names(
+        view, "AWS::IAM::Role", "Path", lambda: model_max("iam", "CreateRole", "Path"), "role path"
+    )
 
 
 @quota(
@@ -803,13 +828,18 @@ def role_path(view: TemplateView) -> Iterator[Reading]:
 )
 def function_name(view: TemplateView) -> Iterator[Reading]:
     """A Lambda function's name is at most 64 characters."""
-    limit = documented_max(
-        "lambda",
-        "CreateFunction",
+    yield from _names(
+        view,
+        "AWS::Lambda::Function",
         "FunctionName",
-        r"only the function name, it is limited to (\d+) characters",
+        lambda: documented_max(
+            "lambda",
+            "CreateFunction",
+            "FunctionName",
+            r"only the function name, it is limited to (\d+) characters",
+        ),
+        "function name",
     )
-    yield from _names(view, "AWS::Lambda::Function", "FunctionName", limit, "function name")
 
 
 @quota(
@@ -820,8 +850,13 @@ def function_name(view: TemplateView) -> Iterator[Reading]:
 )
 def log_group_name(view: TemplateView) -> Iterator[Reading]:
     """A CloudWatch Logs log group's name is at most 512 characters."""
-    limit = model_max("logs", "CreateLogGroup", "logGroupName")
-    yield from _names(view, "AWS::Logs::LogGroup", "LogGroupName", limit, "log group name")
+    yield from _names(
+        view,
+        "AWS::Logs::LogGroup",
+        "LogGroupName",
+        lambda: model_max("logs", "CreateLogGroup", "logGroupName"),
+        "log group name",
+    )
 
 
 _TRAINING_JOB_NAME = re.compile(r'"TrainingJobName"\s*:\s*"((?:[^"\\]|\\.)*)"')
@@ -861,6 +896,14 @@ def _literal_job_names(node: Any) -> Iterator[str]:
             yield from _literal_job_names(item)
 
 
+def _training_job_name_max() -> int:
+    """From the core's copy of the SageMaker model (loaded when the jobs were validated)."""
+    maximum = service_model.bounds("TrainingJobName").maximum
+    if maximum is None:  # the model moved on; fail loudly rather than check nothing
+        raise LookupError("sagemaker CreateTrainingJob.TrainingJobName has no maximum")
+    return maximum
+
+
 @quota(
     "DEPLOY-TRAINING-JOB-NAME",
     limit="63 characters",
@@ -873,7 +916,6 @@ def training_job_name(view: TemplateView) -> Iterator[Reading]:
     Every ``"TrainingJobName": "..."`` in the literal text of a definition (names a JSONPath
     or JSONata expression builds at run time, or that contain a reference, are not checked).
     """
-    limit = model_max("sagemaker", "CreateTrainingJob", "TrainingJobName")
     for logical_id, properties in view.of_type("AWS::StepFunctions::StateMachine"):
         names: list[str] = []
         if "Definition" in properties:
@@ -891,7 +933,7 @@ def training_job_name(view: TemplateView) -> Iterator[Reading]:
                 logical_id,
                 "Properties/DefinitionString",
                 len(name),
-                limit,
+                _training_job_name_max(),
                 "characters",
                 f"The training job name {name!r} in the definition of {logical_id} is longer "
                 "than SageMaker accepts.",

@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import botocore.session
+import botocore.loaders
 
 ACCOUNT_ID_LENGTH = 12
 STACK_NAME_MAX = 128  # CloudFormation quotas: "Stack name: 128 characters"
@@ -74,8 +74,14 @@ class PartitionFacts:
 
 
 @functools.cache
+def botocore_loader() -> botocore.loaders.Loader:
+    """botocore's data files (a loader reads them without the cost of a session)."""
+    return botocore.loaders.create_loader()
+
+
+@functools.cache
 def partition_facts() -> PartitionFacts:
-    data = botocore.session.get_session().get_component("data_loader").load_data("partitions")
+    data = botocore_loader().load_data("partitions")
     regions: list[str] = []
     partitions = []
     for partition in data["partitions"]:
