@@ -101,11 +101,12 @@ class Limits:
 
     def __post_init__(self) -> None:
         size = self.event_pattern_size
-        # Above the default quota, the API's own maximum is the bound (read only then).
-        highest = EVENT_PATTERN_CHARACTERS
-        if size > highest:
+        # Up to the default quota no model is needed; above it the API's maximum bounds it.
+        if size <= 0 or (
+            size > EVENT_PATTERN_CHARACTERS
+            and size > model_max("events", "PutRule", "EventPattern")
+        ):
             highest = model_max("events", "PutRule", "EventPattern")
-        if not (0 < size <= highest):
             raise ValueError(
                 f"event_pattern_size {self.event_pattern_size} is not an EventBridge limit. "
                 f"Allowed: 1 to {highest} characters (the PutRule API's maximum; the default "
@@ -298,6 +299,8 @@ MeasureFunction = Callable[[TemplateView], Iterable[Reading]]
 
 @dataclass(frozen=True)
 class Quota:
+    """A registered quota: id, doc, limit, source and fix, and the function that measures it."""
+
     id: str
     title: str
     details: str
@@ -663,8 +666,9 @@ def state_machine_definition(view: TemplateView) -> Iterator[Reading]:
 def event_pattern(view: TemplateView) -> Iterator[Reading]:
     """An EventBridge rule's event pattern is at most 2,048 characters (the default quota).
 
-    The ``EventPattern`` of each ``AWS::Events::Rule`` as compact JSON (CloudFormation sends a
-    pattern given as an object serialized), or the string as given.
+    The ``EventPattern`` of each ``AWS::Events::Rule``: a pattern given as a string as it is,
+    one given as an object as compact JSON (CloudFormation serializes it; that it adds no
+    white space is an assumption, not documented).
     """
     for logical_id, properties in view.of_type("AWS::Events::Rule"):
         if "EventPattern" not in properties:
@@ -701,8 +705,9 @@ def event_pattern(view: TemplateView) -> Iterator[Reading]:
 def lambda_environment(view: TemplateView) -> Iterator[Reading]:
     """A Lambda function's environment variables total at most 4 KB.
 
-    ``Environment.Variables`` as compact JSON in UTF-8 bytes: the keys, values, quotes and
-    separators, which is never less than what Lambda measures.
+    ``Environment.Variables`` as compact JSON in UTF-8 bytes: the keys and values with their
+    quotes and separators, so never less than the keys and values alone (Lambda does not
+    document which of the two it measures).
     """
     for logical_id, properties in view.of_type("AWS::Lambda::Function"):
         variables = (properties.get("Environment") or {}).get("Variables")
