@@ -1,0 +1,580 @@
+"""Worst-case values for what CloudFormation resolves only at deploy time (no CDK import).
+
+A synthesized template holds intrinsic functions (``Ref``, ``Fn::GetAtt``, ``Fn::Join``,
+``Fn::Sub``, ``Fn::FindInMap``, ...) and pseudo parameters whose values exist only once the
+stack deploys. To size a policy, a definition or a name before that, every such value is
+replaced by a string at least as long as anything it can deploy to:
+
+- pseudo parameters: ``AWS::AccountId`` 12 digits; ``AWS::Region``, ``AWS::Partition`` and
+  ``AWS::URLSuffix`` the longest region, partition and DNS suffix in botocore's partition data
+  (``-global`` pseudo-regions excluded: stacks do not deploy there); ``AWS::StackName`` 128
+  characters, CloudFormation's stack-name limit. A value the caller knows (``KnownValues``:
+  the stack's account, region and name) is used as it is.
+- ``Ref`` and ``Fn::GetAtt`` of a resource in the template: what the resource type returns,
+  built from its name; a literal name property is used as it is; a name CloudFormation
+  generates (``{stack}-{logical id}-{13 characters}``, cut to the type's name limit) is sized
+  by that form; ARNs are ``arn:{partition}:{service}:{region}:{account}:{resource}`` in the
+  service's own layout (``_KINDS``). Ids (KMS keys, security groups, subnets) have fixed sizes.
+- a template parameter: its longest ``AllowedValues``, else ``MaxLength``, else its
+  ``Default``; ``Fn::FindInMap`` with an unresolved key: the longest value for any key;
+  ``Fn::If``: the longer branch; ``Fn::Select`` with an unresolved index: the longest item.
+- anything else (an import, a resource type or attribute not modelled here, an unknown
+  intrinsic): ``UNKNOWN_LENGTH`` (256) characters. That is a guess, not a bound
+  (``WorstCase.guesses`` counts them).
+
+A measurement that used any of these says so (``Measurement.estimated``); with every value
+known it is exact.
+
+Only lengths matter: the stand-in strings are ASCII letters and digits that JSON needs no
+escapes for.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import botocore.loaders
+
+ACCOUNT_ID_LENGTH = 12
+STACK_NAME_MAX = 128  # CloudFormation quotas: "Stack name: 128 characters"
+UNKNOWN_LENGTH = 256
+# CloudFormation's generated physical names end in a random suffix of 12 or 13 characters.
+_GENERATED_SUFFIX = 13
+_SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
+
+
+class _NoValue:
+    """``AWS::NoValue``: the property or list item is removed."""
+
+
+NO_VALUE = _NoValue()
+
+
+@dataclass(frozen=True)
+class PartitionFacts:
+    """The longest region, partition and DNS suffix AWS has, from botocore's partition data."""
+
+    longest_region: str
+    longest_partition: str
+    longest_url_suffix: str
+    partitions: tuple[tuple[str, str, re.Pattern[str]], ...]  # (id, dnsSuffix, region regex)
+
+    def partition_of(self, region: str) -> tuple[str, str] | None:
+        """The partition id and DNS suffix of a region, if botocore knows it."""
+        for partition_id, suffix, pattern in self.partitions:
+            if pattern.fullmatch(region):
+                return partition_id, suffix
+        return None
+
+
+@functools.cache
+def botocore_loader() -> botocore.loaders.Loader:
+    """botocore's data files (a loader reads them without the cost of a session)."""
+    return botocore.loaders.create_loader()
+
+
+@functools.cache
+def partition_facts() -> PartitionFacts:
+    data = botocore_loader().load_data("partitions")
+    regions: list[str] = []
+    partitions = []
+    for partition in data["partitions"]:
+        outputs = partition["outputs"]
+        partitions.append(
+            (partition["id"], outputs["dnsSuffix"], re.compile(partition["regionRegex"]))
+        )
+        regions.extend(name for name in partition["regions"] if not name.endswith("-global"))
+    return PartitionFacts(
+        longest_region=max(regions, key=len),
+        longest_partition=max((p[0] for p in partitions), key=len),
+        longest_url_suffix=max((p[1] for p in partitions), key=len),
+        partitions=tuple(partitions),
+    )
+
+
+@dataclass(frozen=True)
+class KnownValues:
+    """Deploy-time values the caller knows; each one left ``None`` is sized worst-case."""
+
+    account: str | None = None
+    region: str | None = None
+    partition: str | None = None
+    url_suffix: str | None = None
+    stack_name: str | None = None
+
+    def completed(self) -> KnownValues:
+        """Partition and DNS suffix filled in from the region, when botocore knows it."""
+        if self.region is None or (self.partition and self.url_suffix):
+            return self
+        found = partition_facts().partition_of(self.region)
+        if found is None:
+            return self
+        partition, suffix = found
+        return replace(
+            self, partition=self.partition or partition, url_suffix=self.url_suffix or suffix
+        )
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What ``Ref`` and ``Fn::GetAtt`` return for one resource type.
+
+    Templates use ``{partition}``, ``{region}``, ``{account}``, ``{url_suffix}``, ``{path}``,
+    ``{name}`` (the resource's name or id) and ``{arn}``.
+    """
+
+    name_max: int
+    arn: str
+    name_property: str | None = None
+    ref: str = "{name}"
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    generated: bool = True  # False: an id of fixed size, not derived from the stack's name
+
+
+def _regional(service: str, resource: str) -> str:
+    return f"arn:{{partition}}:{service}:{{region}}:{{account}}:{resource}"
+
+
+_KINDS: dict[str, _Kind] = {
+    "AWS::IAM::Role": _Kind(
+        64,
+        "arn:{partition}:iam::{account}:role{path}{name}",
+        "RoleName",
+        attributes={"RoleId": "AROA" + "X" * 17},
+    ),
+    "AWS::IAM::ManagedPolicy": _Kind(
+        128,
+        "arn:{partition}:iam::{account}:policy{path}{name}",
+        "ManagedPolicyName",
+        ref="{arn}",
+        attributes={"PolicyArn": "{arn}"},
+    ),
+    "AWS::IAM::Policy": _Kind(128, "", "PolicyName"),
+    "AWS::IAM::InstanceProfile": _Kind(
+        128, "arn:{partition}:iam::{account}:instance-profile{path}{name}", "InstanceProfileName"
+    ),
+    "AWS::Lambda::Function": _Kind(64, _regional("lambda", "function:{name}"), "FunctionName"),
+    "AWS::StepFunctions::StateMachine": _Kind(
+        80,
+        _regional("states", "stateMachine:{name}"),
+        "StateMachineName",
+        ref="{arn}",
+        attributes={"Name": "{name}"},
+    ),
+    "AWS::Logs::LogGroup": _Kind(512, _regional("logs", "log-group:{name}:*"), "LogGroupName"),
+    "AWS::DynamoDB::Table": _Kind(
+        255,
+        _regional("dynamodb", "table/{name}"),
+        "TableName",
+        attributes={"StreamArn": "{arn}/stream/" + "X" * 23},
+    ),
+    "AWS::S3::Bucket": _Kind(
+        63,
+        "arn:{partition}:s3:::{name}",
+        "BucketName",
+        attributes={
+            "DomainName": "{name}.s3.{url_suffix}",
+            "RegionalDomainName": "{name}.s3.{region}.{url_suffix}",
+        },
+    ),
+    "AWS::SNS::Topic": _Kind(
+        256,
+        _regional("sns", "{name}"),
+        "TopicName",
+        ref="{arn}",
+        attributes={"TopicArn": "{arn}", "TopicName": "{name}"},
+    ),
+    "AWS::SQS::Queue": _Kind(
+        80,
+        _regional("sqs", "{name}"),
+        "QueueName",
+        ref="https://sqs.{region}.{url_suffix}/{account}/{name}",
+        attributes={
+            "QueueUrl": "https://sqs.{region}.{url_suffix}/{account}/{name}",
+            "QueueName": "{name}",
+        },
+    ),
+    "AWS::KMS::Key": _Kind(
+        36, _regional("kms", "key/{name}"), attributes={"KeyId": "{name}"}, generated=False
+    ),
+    "AWS::Events::Rule": _Kind(64, _regional("events", "rule/{name}"), "Name"),
+    "AWS::CloudWatch::Alarm": _Kind(255, _regional("cloudwatch", "alarm:{name}"), "AlarmName"),
+    "AWS::ECR::Repository": _Kind(
+        256,
+        _regional("ecr", "repository/{name}"),
+        "RepositoryName",
+        attributes={"RepositoryUri": "{account}.dkr.ecr.{region}.{url_suffix}/{name}"},
+    ),
+    "AWS::SecretsManager::Secret": _Kind(
+        512, _regional("secretsmanager", "secret:{name}-XXXXXX"), "Name", ref="{arn}"
+    ),
+    "AWS::SSM::Parameter": _Kind(2048, "", "Name"),
+    "AWS::EC2::SecurityGroup": _Kind(
+        20, "", attributes={"GroupId": "{name}", "VpcId": "v" * 21}, generated=False
+    ),
+    "AWS::EC2::Subnet": _Kind(24, "", attributes={"SubnetId": "{name}"}, generated=False),
+    "AWS::EC2::VPC": _Kind(21, "", attributes={"VpcId": "{name}"}, generated=False),
+}
+
+
+def is_intrinsic(node: Any) -> bool:
+    """A one-key mapping whose key is ``Ref`` or ``Fn::...``."""
+    if not isinstance(node, dict) or len(node) != 1:
+        return False
+    (key,) = node
+    return key == "Ref" or (isinstance(key, str) and key.startswith("Fn::"))
+
+
+def _length(value: Any) -> int:
+    """How long a value renders in JSON (to pick the longer of two candidates)."""
+    if isinstance(value, str):
+        return len(value)
+    return len(json.dumps(value, separators=(",", ":"), default=str))
+
+
+def _longest(values: list[Any]) -> Any:
+    return max(values, key=_length) if values else ""
+
+
+class WorstCase:
+    """Replaces the intrinsics of one template's values with worst-case literals.
+
+    ``value(node)`` returns the node with every intrinsic replaced (strings, lists, maps);
+    ``text(node)`` a string. ``guesses`` counts the values sized without a known value or a
+    modelled bound (see the module docstring), so a measurement can say it is an estimate.
+    """
+
+    def __init__(self, template: Mapping[str, Any], known: KnownValues | None = None) -> None:
+        self.known = (known or KnownValues()).completed()
+        self.resources: Mapping[str, Any] = template.get("Resources") or {}
+        self.parameters: Mapping[str, Any] = template.get("Parameters") or {}
+        self.mappings: Mapping[str, Any] = template.get("Mappings") or {}
+        self.estimates = 0  # values sized from bounds (worst case), not known values
+        self.guesses = 0  # values sized with UNKNOWN_LENGTH
+        self._resolving: set[str] = set()
+        facts = partition_facts()
+        known = self.known
+        self._pseudo: dict[str, str | None] = {
+            "AWS::AccountId": known.account,
+            "AWS::Region": known.region,
+            "AWS::Partition": known.partition,
+            "AWS::URLSuffix": known.url_suffix,
+            "AWS::StackName": known.stack_name,
+        }
+        self._worst_pseudo = {
+            "AWS::AccountId": "0" * ACCOUNT_ID_LENGTH,
+            "AWS::Region": "r" * len(facts.longest_region),
+            "AWS::Partition": "p" * len(facts.longest_partition),
+            "AWS::URLSuffix": "u" * len(facts.longest_url_suffix),
+            "AWS::StackName": "s" * STACK_NAME_MAX,
+        }
+        self._functions: dict[str, Callable[[Any], Any]] = {
+            "Ref": self._ref,
+            "Fn::GetAtt": self._get_att,
+            "Fn::Join": self._join,
+            "Fn::Sub": self._sub,
+            "Fn::FindInMap": self._find_in_map,
+            "Fn::Select": self._select,
+            "Fn::If": self._if,
+            "Fn::Split": self._split,
+            "Fn::GetAZs": self._get_azs,
+            "Fn::Base64": self._base64,
+            "Fn::Cidr": self._cidr,
+            "Fn::ToJsonString": self._to_json_string,
+            "Fn::Length": self._fn_length,
+        }
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def value(self, node: Any) -> Any:
+        """The node with every intrinsic replaced by a worst-case literal."""
+        if is_intrinsic(node):
+            ((name, argument),) = node.items()
+            function = self._functions.get(name)
+            if function is None:
+                return self._guess()
+            return function(argument)
+        if isinstance(node, dict):
+            result = {key: self.value(item) for key, item in node.items()}
+            return {key: item for key, item in result.items() if item is not NO_VALUE}
+        if isinstance(node, list):
+            items = [self.value(item) for item in node]
+            return [item for item in items if item is not NO_VALUE]
+        return node
+
+    def text(self, node: Any) -> str:
+        """The node as the string it deploys to (maps and lists as compact JSON)."""
+        resolved = self.value(node)
+        if resolved is NO_VALUE or resolved is None:
+            return ""
+        if isinstance(resolved, str):
+            return resolved
+        if isinstance(resolved, bool):
+            return "true" if resolved else "false"
+        if isinstance(resolved, int | float):
+            return str(resolved)
+        return json.dumps(resolved, separators=(",", ":"), ensure_ascii=False)
+
+    def exact(self, node: Any) -> str | None:
+        """The value if it is literal or built only from known values, else ``None``."""
+        before = (self.estimates, self.guesses)
+        resolved = self.text(node)
+        if (self.estimates, self.guesses) != before:
+            self.estimates, self.guesses = before
+            return None
+        return resolved
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _estimate(self, text: str) -> str:
+        self.estimates += 1
+        return text
+
+    def _guess(self, length: int = UNKNOWN_LENGTH) -> str:
+        self.guesses += 1
+        return "g" * length
+
+    def _pseudo_value(self, name: str) -> str:
+        known = self._pseudo[name]
+        if known is not None:
+            return known
+        return self._estimate(self._worst_pseudo[name])
+
+    def _stack_name(self) -> str:
+        return self._pseudo_value("AWS::StackName")
+
+    # -- Ref and GetAtt --------------------------------------------------------------------------
+
+    def _ref(self, name: Any) -> Any:
+        if not isinstance(name, str):
+            return self._guess()
+        if name == "AWS::NoValue":
+            return NO_VALUE
+        if name in self._pseudo:
+            return self._pseudo_value(name)
+        if name == "AWS::StackId":
+            pattern = _regional("cloudformation", "stack/{name}/") + "X" * 36  # a UUID
+            return self._format(pattern, name=self._stack_name())
+        if name == "AWS::NotificationARNs":
+            return []
+        if name in self.parameters:
+            return self._parameter(self.parameters[name])
+        resource = self.resources.get(name)
+        if resource is None:
+            return self._guess()
+        kind = _KINDS.get(resource.get("Type", ""))
+        if kind is None:
+            return self._guess()
+        return self._format(kind.ref, resource, name, kind)
+
+    def _parameter(self, parameter: Mapping[str, Any]) -> Any:
+        allowed = parameter.get("AllowedValues")
+        if allowed:
+            return self._estimate(str(_longest([str(v) for v in allowed])))
+        if "MaxLength" in parameter:
+            return self._estimate("m" * int(parameter["MaxLength"]))
+        if "Default" in parameter:
+            default = parameter["Default"]
+            if (
+                str(parameter.get("Type", "")).startswith("List<")
+                or parameter.get("Type") == "CommaDelimitedList"
+            ):
+                return str(default).split(",")
+            return self._estimate(str(default))
+        return self._guess()
+
+    def _get_att(self, argument: Any) -> Any:
+        attribute: str | None
+        if isinstance(argument, str):
+            logical_id, _, attribute = argument.partition(".")
+        elif isinstance(argument, list) and len(argument) == 2:
+            logical_id, attribute = argument[0], self.exact(argument[1])
+        else:
+            return self._guess()
+        resource = self.resources.get(logical_id)
+        kind = _KINDS.get(resource.get("Type", "")) if isinstance(resource, dict) else None
+        if resource is None or kind is None or attribute is None:
+            return self._guess()
+        if attribute == "Arn" and kind.arn:
+            return self._format("{arn}", resource, logical_id, kind)
+        pattern = kind.attributes.get(attribute)
+        if pattern is None:
+            return self._guess()
+        return self._format(pattern, resource, logical_id, kind)
+
+    def _name(self, resource: Mapping[str, Any], logical_id: str, kind: _Kind) -> str:
+        """The resource's name (or id): its literal name property, or the longest generated."""
+        properties = resource.get("Properties") or {}
+        if kind.name_property and kind.name_property in properties:
+            if logical_id in self._resolving:  # a name built from itself: CloudFormation refuses
+                return self._guess(kind.name_max)
+            self._resolving.add(logical_id)
+            try:
+                return self.text(properties[kind.name_property])
+            finally:
+                self._resolving.discard(logical_id)
+        if not kind.generated:
+            return self._estimate("i" * kind.name_max)
+        generated = len(self._stack_name()) + len(logical_id) + 2 + _GENERATED_SUFFIX
+        return self._estimate("n" * min(kind.name_max, generated))
+
+    def _format(
+        self,
+        pattern: str,
+        resource: Mapping[str, Any] | None = None,
+        logical_id: str = "",
+        kind: _Kind | None = None,
+        name: str | None = None,
+    ) -> str:
+        """``pattern`` with its placeholders filled (``{arn}`` first becomes the kind's ARN)."""
+        if kind is not None:
+            pattern = pattern.replace("{arn}", kind.arn)
+        values = {"name": name or "", "path": "/"}
+        for placeholder, pseudo in (
+            ("partition", "AWS::Partition"),
+            ("region", "AWS::Region"),
+            ("account", "AWS::AccountId"),
+            ("url_suffix", "AWS::URLSuffix"),
+        ):
+            values[placeholder] = (
+                self._pseudo_value(pseudo) if "{" + placeholder + "}" in pattern else ""
+            )
+        if resource is not None and kind is not None:
+            if "{name}" in pattern:
+                values["name"] = self._name(resource, logical_id, kind)
+            if "{path}" in pattern:
+                values["path"] = self.text((resource.get("Properties") or {}).get("Path", "/"))
+        return pattern.format(**values)
+
+    # -- the other functions ---------------------------------------------------------------------
+
+    def items(self, node: Any) -> list[Any]:
+        """A list argument, literal or produced by an intrinsic."""
+        resolved = self.value(node)
+        if isinstance(resolved, list):
+            return resolved
+        return [] if resolved is NO_VALUE else [resolved]
+
+    def _join(self, argument: Any) -> Any:
+        if not isinstance(argument, list) or len(argument) != 2:
+            return self._guess()
+        separator, parts = argument
+        return str(separator).join(self._scalar(part) for part in self.items(parts))
+
+    @staticmethod
+    def _scalar(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value) if isinstance(value, int | float) else json.dumps(value)
+
+    def _sub(self, argument: Any) -> Any:
+        variables: Mapping[str, Any]
+        if isinstance(argument, str):
+            text, variables = argument, {}
+        elif isinstance(argument, list) and len(argument) == 2:
+            text, variables = argument[0], argument[1] or {}
+        else:
+            return self._guess()
+        if not isinstance(text, str):
+            return self._guess()
+
+        def substitute(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name.startswith("!"):
+                return "${" + name[1:] + "}"
+            if name in variables:
+                return self._scalar(self.value(variables[name]))
+            if "." in name:
+                return self._scalar(self._get_att(name))
+            return self._scalar(self._ref(name))
+
+        return _SUB_VARIABLE.sub(substitute, text)
+
+    def _find_in_map(self, argument: Any) -> Any:
+        if not isinstance(argument, list) or len(argument) < 3:
+            return self._guess()
+        mapping = self.mappings.get(self.exact(argument[0]) or "")
+        if not isinstance(mapping, dict):
+            return self._guess()
+        top, second = self.exact(argument[1]), self.exact(argument[2])
+        tops = [mapping[top]] if top in mapping else list(mapping.values())
+        if top not in mapping:
+            self.estimates += 1
+        found = [
+            entries[key]
+            for entries in tops
+            if isinstance(entries, dict)
+            for key in ([second] if second is not None else list(entries))
+            if key in entries
+        ]
+        if second is None:
+            self.estimates += 1
+        if not found:
+            default = argument[3] if len(argument) > 3 else None
+            if isinstance(default, dict) and "DefaultValue" in default:
+                return self.value(default["DefaultValue"])
+            return self._guess()
+        return _longest([self.value(value) for value in found])
+
+    def _select(self, argument: Any) -> Any:
+        if not isinstance(argument, list) or len(argument) != 2:
+            return self._guess()
+        index, items = self.exact(argument[0]), self.items(argument[1])
+        if index is not None and index.isdigit() and int(index) < len(items):
+            return items[int(index)]
+        self.estimates += 1
+        return _longest(items) if items else self._guess()
+
+    def _if(self, argument: Any) -> Any:
+        if not isinstance(argument, list) or len(argument) != 3:
+            return self._guess()
+        self.estimates += 1  # the condition is decided at deploy time
+        branches = [self.value(argument[1]), self.value(argument[2])]
+        present = [branch for branch in branches if branch is not NO_VALUE]
+        return _longest(present) if present else NO_VALUE
+
+    def _split(self, argument: Any) -> Any:
+        if not isinstance(argument, list) or len(argument) != 2:
+            return [self._guess()]
+        return self.text(argument[1]).split(str(argument[0]))
+
+    def _get_azs(self, _argument: Any) -> Any:
+        region = self._pseudo_value("AWS::Region")
+        return [f"{region}x"] * 6
+
+    def _base64(self, argument: Any) -> Any:
+        return base64.b64encode(self.text(argument).encode()).decode()
+
+    def _cidr(self, argument: Any) -> Any:
+        count = (
+            self.exact(argument[1]) if isinstance(argument, list) and len(argument) > 1 else None
+        )
+        blocks = int(count) if count is not None and count.isdigit() else UNKNOWN_LENGTH
+        return ["255.255.255.255/32"] * blocks
+
+    def _to_json_string(self, argument: Any) -> Any:
+        return json.dumps(self.value(argument), separators=(",", ":"), ensure_ascii=False)
+
+    def _fn_length(self, argument: Any) -> Any:
+        return len(self.items(argument))
+
+
+__all__ = [
+    "ACCOUNT_ID_LENGTH",
+    "NO_VALUE",
+    "STACK_NAME_MAX",
+    "UNKNOWN_LENGTH",
+    "KnownValues",
+    "PartitionFacts",
+    "WorstCase",
+    "is_intrinsic",
+    "partition_facts",
+]
