@@ -50,3 +50,4 @@ bench: setup
 
 docs: setup
 	$(PY) -m hetero_constructs.core.rules.docs > docs/rules.md
+	$(PY) -m hetero_constructs.cdk.quotas > docs/deployability.md

@@ -42,12 +42,16 @@ _LAZY: dict[str, str] = {
     "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.cdk.training_job",
     "HeterogeneousTrainingTask": "hetero_constructs.cdk.task",
+    "enable_deployability_checks": "hetero_constructs.cdk.deployability",
     "TrainingRunner": "hetero_constructs.cdk.runner",
     "bucket_uri": "hetero_constructs.cdk.permissions",
     "normalized_template": "hetero_constructs.cdk.testing",
 }
 
 if TYPE_CHECKING:
+    from hetero_constructs.cdk.deployability import (
+        enable_deployability_checks as enable_deployability_checks,
+    )
     from hetero_constructs.cdk.permissions import bucket_uri as bucket_uri
     from hetero_constructs.cdk.runner import TrainingRunner as TrainingRunner
     from hetero_constructs.cdk.task import HeterogeneousTrainingTask as HeterogeneousTrainingTask

@@ -31,6 +31,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.cdk import nag, permissions
+from hetero_constructs.cdk.deployability import enable_deployability_checks
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.lambda_bundle import lambda_package
 from hetero_constructs.core import lifecycle
@@ -108,6 +109,8 @@ class TrainingRunner(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.stack = stack
+        # What synthesizes must also deploy: the AWS quotas are checked at every synth.
+        enable_deployability_checks(self)
         self.arns = permissions.Arns.of(stack)
         self.nag_ids = nag.NagIds(stack, [self.arns.partition, self.arns.region, self.arns.account])
         self.alarm_topic = alarm_topic

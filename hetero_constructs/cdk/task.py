@@ -584,8 +584,9 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             for key, value in dataclasses.asdict(self.deployment).items()
             if value is not None and key != "job_name"
         }
+        # The spec, not the request: the Lambda plans it again with the run's overrides, and
+        # the request would double the definition's size (templates are limited to 1 MB).
         return {
-            "request": self.request,
             "spec": spec_to_dict(self._spec_for_lambda()),
             "deployment": deployment,
             "jobNamePrefix": self.job_name_prefix,

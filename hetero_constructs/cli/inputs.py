@@ -1,7 +1,7 @@
 """The execution input: read from ``--input``, checked locally as the submit Lambda will.
 
 The state machine's definition carries what the submit Lambda gets: its task's payload holds
-the synthesized ``spec`` (and ``request``, ``deployment``, ``jobNamePrefix``). The input is
+the synthesized ``spec`` (and ``deployment``, ``jobNamePrefix``). The input is
 checked with the core's own functions (``apply_overrides``, ``read_spec``, ``plan``) in the
 order the Lambda's ``prepare`` uses them, so a run that would fail at submission is never
 started.
@@ -77,14 +77,14 @@ def _states(states: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]
 
 
 def find_submit_tasks(definition: Mapping[str, Any]) -> list[SubmitTask]:
-    """States whose payload has ``spec`` and ``request`` (JSONPath ``Parameters`` or
+    """States whose payload has ``spec`` and ``jobNamePrefix`` (JSONPath ``Parameters`` or
     JSONata ``Arguments``)."""
     found = []
     for name, state in _states(definition.get("States", {})):
         for key in ("Parameters", "Arguments"):
             block = state.get(key)
             payload = block.get("Payload") if isinstance(block, Mapping) else None
-            if isinstance(payload, Mapping) and "spec" in payload and "request" in payload:
+            if isinstance(payload, Mapping) and "spec" in payload and "jobNamePrefix" in payload:
                 found.append(SubmitTask(name, payload))
     return found
 

@@ -146,7 +146,7 @@ def test_production_options_narrow_the_submit_permission() -> None:
     scope = stack()
     volume_key = kms.Key(scope, "VolumeKey", enable_key_rotation=True)
     output_key = kms.Key(scope, "OutputKey", enable_key_rotation=True)
-    HeterogeneousTrainingJob(
+    job = HeterogeneousTrainingJob(
         scope,
         "Job",
         spec=spec(
@@ -184,7 +184,7 @@ def test_production_options_narrow_the_submit_permission() -> None:
     (definition,) = definitions(template).values()
     task = definition["States"]["Run training job"]
     assert task["TimeoutSeconds"] == 172800 + 6 * 3600  # spot: max_wait bounds the job
-    request = task["Parameters"]["Payload"]["request"]
+    request = job.request
     assert request["CheckpointConfig"] == {"S3Uri": "s3://data-bucket/checkpoints/"}
     assert request["InputDataConfig"][-1]["ChannelName"] == "code"
 

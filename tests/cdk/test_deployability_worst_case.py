@@ -228,5 +228,4 @@ def test_the_example_fits_every_quota_in_any_region(example: Synthesized, region
         "DEPLOY-EVENT-PATTERN-SIZE",
         "DEPLOY-LAMBDA-ENVIRONMENT-SIZE",
         "DEPLOY-STATE-MACHINE-NAME",
-        "DEPLOY-TRAINING-JOB-NAME",
     }

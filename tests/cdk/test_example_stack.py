@@ -10,7 +10,7 @@ from typing import Any
 
 from cfnlint import api as cfnlint
 
-from hetero_constructs.core import build_request
+from hetero_constructs.core import build_request, spec_from_dict
 from hetero_constructs.core.context import Deployment
 from tests.cdk.templates import (
     definitions,
@@ -40,8 +40,13 @@ def payload(example: Synthesized) -> dict[str, Any]:
     return task["Parameters"]["Payload"]  # type: ignore[no-any-return]
 
 
-def test_request_is_in_the_definition(example: Synthesized) -> None:
-    request = payload(example)["request"]
+def test_the_definition_carries_the_spec_that_plans_to_the_request(example: Synthesized) -> None:
+    """The payload holds the spec (not the request: half the size); it plans to the request."""
+    assert "request" not in payload(example)
+    data = payload(example)
+    request = build_request(
+        spec_from_dict(data["spec"]), Deployment(job_name="hetero-example", **data["deployment"])
+    )
     assert request["ResourceConfig"]["InstanceGroups"] == [
         {"InstanceGroupName": "data", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 2},
         {"InstanceGroupName": "gpu", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},

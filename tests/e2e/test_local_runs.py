@@ -10,6 +10,7 @@ from typing import Any
 import boto3
 import pytest
 
+from hetero_constructs.core import Deployment, build_request, spec_from_dict
 from hetero_constructs.local import LocalCloud
 from tests.synthesized import Synthesized
 
@@ -137,13 +138,15 @@ def test_token_items_expire_and_are_cleaned_up(cloud: tuple[LocalCloud, str]) ->
 
 
 def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str]) -> None:
-    """Without overrides, the submit Lambda sends exactly the request shown in the template."""
+    """Without overrides, the submit Lambda sends exactly the request the spec plans to."""
     local, machine = cloud
     result = local.run(machine, name="as-synthesized")
     (submitted,) = result.submitted_requests
-    task = local.definitions[machine]["States"]["Run training job"]
-    synthesized = task["Parameters"]["Payload"]["request"]
+    payload = local.definitions[machine]["States"]["Run training job"]["Parameters"]["Payload"]
     name = submitted["TrainingJobName"]
+    synthesized = build_request(
+        spec_from_dict(payload["spec"]), Deployment(job_name=name, **payload["deployment"])
+    )
     # Only the per-attempt job name and the run's marker tags differ from the synthesized request.
     synthesized["TrainingJobName"] = name
     synthesized["HyperParameters"]["sagemaker_job_name"] = json.dumps(name)
