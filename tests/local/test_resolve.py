@@ -39,17 +39,19 @@ def test_refs_and_attributes_have_each_types_shape() -> None:
     assert r.resolve({"Ref": "Vpc"}).startswith("vpc-")
     assert r.resolve({"Ref": "Subnet"}).startswith("subnet-")
     assert (
-        r.resolve({"Ref": "Queue"}) == "https://sqs.eu-central-1.amazonaws.com/123456789012/Queue"
+        r.resolve({"Ref": "Queue"})
+        == "https://sqs.eu-central-1.amazonaws.com/123456789012/Demo-Queue"
     )
     assert (
-        r.resolve({"Fn::GetAtt": ["Queue", "Arn"]}) == "arn:aws:sqs:eu-central-1:123456789012:Queue"
+        r.resolve({"Fn::GetAtt": ["Queue", "Arn"]})
+        == "arn:aws:sqs:eu-central-1:123456789012:Demo-Queue"
     )
     assert r.resolve({"Ref": "Topic"}) == "arn:aws:sns:eu-central-1:123456789012:alerts"
     bucket = r.resolve({"Ref": "Bucket"})
     assert bucket == bucket.lower() and 3 <= len(bucket) <= 63
-    assert r.resolve({"Fn::GetAtt": ["Role", "Arn"]}) == "arn:aws:iam::123456789012:role/Role"
-    assert r.resolve({"Fn::GetAtt": ["Fn", "Arn"]}).endswith(":function:Fn")
-    assert r.resolve({"Ref": "Machine"}).endswith(":stateMachine:Machine")
+    assert r.resolve({"Fn::GetAtt": ["Role", "Arn"]}) == "arn:aws:iam::123456789012:role/Demo-Role"
+    assert r.resolve({"Fn::GetAtt": ["Fn", "Arn"]}).endswith(":function:Demo-Fn")
+    assert r.resolve({"Ref": "Machine"}).endswith(":stateMachine:Demo-Machine")
     assert r.resolve({"Fn::GetAtt": ["Thing", "Arn"]}).startswith("arn:aws:widget:eu-central-1:")
 
 

@@ -140,7 +140,10 @@ class Resolver:
         prop = self.name_property
 
         def named(key: str, limit: int, **kwargs: bool) -> str:
-            return prop(logical_id, key) or bounded_name(logical_id, limit, **kwargs)
+            # As CloudFormation generates them: the stack's name first, so that two stacks with
+            # the same logical ids (two runners, say) get their own resources.
+            generated = f"{self.stack_name}-{logical_id}"
+            return prop(logical_id, key) or bounded_name(generated, limit, **kwargs)
 
         if kind == "AWS::DynamoDB::Table":
             name = named("TableName", 255)

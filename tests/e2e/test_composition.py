@@ -1,0 +1,310 @@
+"""The training task inside users' state machines, run end to end in the local runner.
+
+One app of small stacks, synthesized once: the task chained with ``next`` / ``add_catch`` /
+``result_path`` in JSONPath and in JSONata, two tasks and a loop in one state machine, a Map,
+and the construct's state machine started by a parent (``associate_with_parent``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import aws_stepfunctions_tasks as tasks
+from constructs import Construct
+
+from hetero_constructs import HeterogeneousTrainingJob, HeterogeneousTrainingTask, TrainingErrors
+from hetero_constructs.core.naming import MAX_JOB_NAME
+from hetero_constructs.local import LocalCloud
+from tests.cdk.test_construct import spec
+
+CAPACITY = "Failed:CapacityError: Unable to provision requested ML compute capacity."
+
+
+def machine(scope: Construct, name: str, start: sfn.IChainable, **props: Any) -> sfn.StateMachine:
+    return sfn.StateMachine(
+        scope,
+        name,
+        state_machine_name=name,
+        definition_body=sfn.DefinitionBody.from_chainable(start),
+        **props,
+    )
+
+
+class ComposedStack(cdk.Stack):
+    """The task in JSONPath and JSONata chains, with a catch."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id, env=cdk.Environment(region="us-west-2"))
+        prepare = sfn.Pass(
+            self,
+            "Prepare",
+            result=sfn.Result.from_object({"hyperparameters": {"epochs": 2}}),
+            result_path="$.prepared",
+        )
+        train = HeterogeneousTrainingTask(
+            self,
+            "Train",
+            job_name_prefix="composed-path",
+            spec=spec(),
+            overrides=sfn.TaskInput.from_json_path_at("$.prepared"),
+            result_path="$.training",
+        )
+        use = sfn.Pass(
+            self,
+            "Use the model",
+            parameters={
+                "model": sfn.JsonPath.string_at("$.training.ModelArtifacts.S3ModelArtifacts"),
+                "job": sfn.JsonPath.string_at("$.training.TrainingJobName"),
+                "image": sfn.JsonPath.string_at("$.training.AlgorithmSpecification.TrainingImage"),
+            },
+        )
+        handled = sfn.Pass(self, "Handle failure")
+        train.add_catch(handled, errors=[TrainingErrors.TRAINING_FAILED], result_path="$.failure")
+        machine(self, "composed-jsonpath", prepare.next(train).next(use))
+
+        train_jsonata = HeterogeneousTrainingTask(
+            self,
+            "TrainJsonata",
+            job_name_prefix="composed-jsonata",
+            spec=spec(),
+            query_language=sfn.QueryLanguage.JSONATA,
+            overrides=sfn.TaskInput.from_text("{% $states.input.training %}"),
+            outputs={
+                "model": "{% $states.result.ModelArtifacts.S3ModelArtifacts %}",
+                "job": "{% $states.result.TrainingJobName %}",
+            },
+        )
+        done = sfn.Pass(
+            self,
+            "Report",
+            query_language=sfn.QueryLanguage.JSONATA,
+            outputs={"reported": "{% $states.input.model %}"},
+        )
+        machine(
+            self,
+            "composed-jsonata",
+            train_jsonata.next(done),
+            query_language=sfn.QueryLanguage.JSONATA,
+        )
+
+
+class ManyTasksStack(cdk.Stack):
+    """Two tasks in one state machine, one task reached twice in a loop, a task in a Map."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id, env=cdk.Environment(region="us-west-2"))
+        first = HeterogeneousTrainingTask(
+            self, "First", job_name_prefix="many-first", spec=spec(), result_path="$.first"
+        )
+        second = HeterogeneousTrainingTask(
+            self, "Second", job_name_prefix="many-second", spec=spec(), result_path="$.second"
+        )
+        machine(self, "two-tasks", first.next(second))
+
+        start = sfn.Pass(self, "Start", result=sfn.Result.from_number(0), result_path="$.round")
+        again = HeterogeneousTrainingTask(
+            self, "Again", job_name_prefix="many-loop", spec=spec(), result_path="$.last"
+        )
+        count = sfn.Pass(
+            self,
+            "Count",
+            parameters={"value": sfn.JsonPath.math_add(sfn.JsonPath.number_at("$.round"), 1)},
+            result_path="$.counted",
+        )
+        keep = sfn.Pass(
+            self,
+            "Keep",
+            parameters={"round": sfn.JsonPath.number_at("$.counted.value")},
+        )
+        loop = (
+            sfn.Choice(self, "More?")
+            .when(sfn.Condition.number_less_than("$.round", 2), again)
+            .otherwise(sfn.Succeed(self, "Done"))
+        )
+        machine(self, "loop", start.next(again).next(count).next(keep).next(loop))
+
+        items = sfn.Map(
+            self,
+            "Each",
+            items_path="$.items",
+            item_selector={"index": sfn.JsonPath.string_at("$$.Map.Item.Index")},
+            max_concurrency=0,
+        )
+        mapped = HeterogeneousTrainingTask(
+            self,
+            "Mapped",
+            job_name_prefix="many-mapped",
+            spec=spec(),
+            job_key=sfn.JsonPath.string_at("$.index"),
+        )
+        items.item_processor(mapped)
+        machine(self, "mapped", items)
+
+
+class NestedStack(cdk.Stack):
+    """The construct's own state machine started by parents, JSONPath and JSONata."""
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id, env=cdk.Environment(region="us-west-2"))
+        job = HeterogeneousTrainingJob(self, "Child", job_name_prefix="nested", spec=spec())
+        start = tasks.StepFunctionsStartExecution(
+            self,
+            "Run training",
+            state_machine=job.state_machine,
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            associate_with_parent=True,
+            input=sfn.TaskInput.from_object({"hyperparameters": {"epochs": 4}}),
+            result_selector={
+                "training": sfn.JsonPath.string_to_json(sfn.JsonPath.string_at("$.Output"))
+            },
+        )
+        machine(self, "parent-jsonpath", start)
+        start_jsonata = tasks.StepFunctionsStartExecution.jsonata(
+            self,
+            "Run training (JSONata)",
+            state_machine=job.state_machine,
+            integration_pattern=sfn.IntegrationPattern.RUN_JOB,
+            associate_with_parent=True,
+            input=sfn.TaskInput.from_object({"hyperparameters": {"epochs": 5}}),
+            outputs={"training": "{% $parse($states.result.Output) %}"},
+        )
+        machine(self, "parent-jsonata", start_jsonata, query_language=sfn.QueryLanguage.JSONATA)
+
+
+@dataclass
+class Synthesized:
+    outdir: Path
+    templates: dict[str, dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def composed(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
+    outdir = tmp_path_factory.mktemp("composed.out")
+    app = cdk.App(outdir=str(outdir))
+    for stack_class in (ComposedStack, ManyTasksStack, NestedStack):
+        stack_class(app, stack_class.__name__)
+    assembly = app.synth()
+    return Synthesized(outdir, {s.stack_name: s.template for s in assembly.stacks})
+
+
+@pytest.fixture
+def cloud(composed: Synthesized) -> Iterator[LocalCloud]:
+    with LocalCloud() as local:
+        for name in composed.templates:
+            local.deploy(composed.outdir / f"{name}.template.json")
+        yield local
+
+
+def job_names(result: Any) -> list[str]:
+    return [request["TrainingJobName"] for request in result.submitted_requests]
+
+
+def test_jsonpath_chain_passes_the_documented_output_on(cloud: LocalCloud) -> None:
+    result = cloud.run(cloud.state_machine("composed-jsonpath"), {"run": 1}, name="path-ok")
+    assert result.status == "SUCCEEDED", result.cause
+    (request,) = result.submitted_requests
+    assert request["HyperParameters"]["epochs"] == "2"  # the override a previous state produced
+    assert result.output["job"] == request["TrainingJobName"]
+    assert result.output["model"].endswith(f"/{request['TrainingJobName']}/output/model.tar.gz")
+    assert result.output["image"] == request["AlgorithmSpecification"]["TrainingImage"]
+
+
+def test_a_training_failure_is_caught_with_its_error_name(cloud: LocalCloud) -> None:
+    result = cloud.run(
+        cloud.state_machine("composed-jsonpath"),
+        {},
+        name="path-caught",
+        outcomes=["Failed:AlgorithmError: loss is NaN"],
+    )
+    assert result.status == "SUCCEEDED"
+    failure = result.output["failure"]
+    assert failure["Error"] == TrainingErrors.TRAINING_FAILED
+    cause = json.loads(failure["Cause"])
+    assert cause["FailureReason"] == "AlgorithmError: loss is NaN"
+    assert cause["TrainingJobStatus"] == "Failed"
+    assert cause["TrainingJobName"] == job_names(result)[0]
+
+
+def test_uncaught_errors_fail_the_execution_with_their_name(cloud: LocalCloud) -> None:
+    result = cloud.run(
+        cloud.state_machine("composed-jsonpath"), {}, name="path-capacity", outcomes=[CAPACITY]
+    )
+    assert result.status == "FAILED"
+    assert result.error == TrainingErrors.CAPACITY
+
+
+def test_jsonata_task_takes_overrides_and_gives_outputs(cloud: LocalCloud) -> None:
+    result = cloud.run(
+        cloud.state_machine("composed-jsonata"),
+        {"training": {"hyperparameters": {"epochs": 7}, "tags": {"run": "j"}}},
+        name="jsonata-ok",
+    )
+    assert result.status == "SUCCEEDED", result.cause
+    (request,) = result.submitted_requests
+    assert request["HyperParameters"]["epochs"] == "7"
+    assert {"Key": "run", "Value": "j"} in request["Tags"]
+    assert result.output["reported"].endswith("/output/model.tar.gz")
+
+
+def test_jsonata_overrides_are_validated_before_any_job(cloud: LocalCloud) -> None:
+    result = cloud.run(
+        cloud.state_machine("composed-jsonata"),
+        {"training": {"instance_type": "ml.p5.48xlarge"}},
+        name="jsonata-bad",
+    )
+    assert result.status == "FAILED"
+    assert result.error == TrainingErrors.INVALID_OVERRIDES
+    assert result.submitted_requests == []
+
+
+def test_two_tasks_in_one_state_machine_get_their_own_jobs(cloud: LocalCloud) -> None:
+    result = cloud.run(cloud.state_machine("two-tasks"), {}, name="two")
+    assert result.status == "SUCCEEDED", result.cause
+    first, second = job_names(result)
+    assert first.startswith("many-first-two-") and second.startswith("many-second-two-")
+    assert result.output["first"]["TrainingJobName"] == first
+    assert result.output["second"]["TrainingJobName"] == second
+
+
+def test_a_task_reached_twice_gets_a_job_per_entry(cloud: LocalCloud) -> None:
+    result = cloud.run(cloud.state_machine("loop"), {}, name="loop")
+    assert result.status == "SUCCEEDED", result.cause
+    names = job_names(result)
+    assert len(names) == 2 and len(set(names)) == 2
+    assert all(len(name) <= MAX_JOB_NAME for name in names)
+
+
+def test_map_iterations_get_distinct_jobs(cloud: LocalCloud) -> None:
+    result = cloud.run(cloud.state_machine("mapped"), {"items": [1, 2, 3]}, name="map")
+    assert result.status == "SUCCEEDED", result.cause
+    names = job_names(result)
+    assert len(names) == 3 and len(set(names)) == 3
+    assert sorted(output["TrainingJobName"] for output in result.output) == sorted(names)
+
+
+@pytest.mark.parametrize("parent", ["parent-jsonpath", "parent-jsonata"])
+def test_a_parent_receives_the_child_runs_training_output(cloud: LocalCloud, parent: str) -> None:
+    result = cloud.run(cloud.state_machine(parent), {}, name=f"{parent}-ok")
+    assert result.status == "SUCCEEDED", result.cause
+    (request,) = result.submitted_requests
+    # The key Step Functions adds to the child's input is not an override.
+    assert request["HyperParameters"]["epochs"] in ("4", "5")
+    assert result.output["training"]["TrainingJobName"] == request["TrainingJobName"]
+    assert result.output["training"]["TrainingJobStatus"] == "Completed"
+
+
+def test_aborting_the_parent_stops_the_child_job(cloud: LocalCloud) -> None:
+    result = cloud.run(
+        cloud.state_machine("parent-jsonpath"), {}, name="parent-stopped", stop_execution=True
+    )
+    assert result.status == "ABORTED"
+    (job,) = result.training_jobs
+    assert job["TrainingJobStatus"] in ("Stopping", "Stopped")
+    assert job["TrainingJobName"] in cloud.training.stopped_jobs
