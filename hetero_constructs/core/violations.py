@@ -241,11 +241,13 @@ MORE_VIOLATIONS_RULE = "MORE-VIOLATIONS"
 
 
 def bounded(
-    violations: Sequence[Violation], limit: int = MAX_REPORTED_VIOLATIONS
+    violations: Sequence[Violation], limit: int = MAX_REPORTED_VIOLATIONS, *, path: str = ""
 ) -> tuple[Violation, ...]:
     """The first ``limit`` violations, compacted, and one more saying how many were left out.
 
-    For reports with a size limit, such as a Step Functions failure cause.
+    For reports with a size limit, such as a Step Functions failure cause: the JSON of the
+    result (``to_dict`` of each) stays under 16,000 characters. ``path`` is where the last
+    violation points (e.g. ``execution input``).
     """
     shown = tuple(v.compact() for v in violations[:limit])
     left_out = len(violations) - len(shown)
@@ -253,7 +255,7 @@ def bounded(
         return shown
     more = Violation(
         MORE_VIOLATIONS_RULE,
-        "",
+        path,
         f"... and {left_out} more violations, not listed to keep the report short.",
         left_out,
         f"at most {limit} violations are listed",
