@@ -323,9 +323,9 @@ def _channel_uri_violations(path: str, uri: str, granted: list[S3Uri]) -> list[V
     ]
 
 
-def _listed(items: Iterable[Any], limit: int = 5) -> str:
-    """At most ``limit`` items, each cut to 100 characters, and how many more there are."""
-    listed = [shorten(str(item), 100) for item in items]
+def _listed(items: Iterable[Any], limit: int = 3) -> str:
+    """At most ``limit`` items, each cut to 60 characters, and how many more there are."""
+    listed = [shorten(str(item), 60) for item in items]
     text = ", ".join(listed[:limit])
     if len(listed) > limit:
         text += f" and {len(listed) - limit} more"

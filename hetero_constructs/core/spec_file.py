@@ -52,7 +52,7 @@ from hetero_constructs.core.violations import (
 MAX_SPEC_FILE_BYTES = 1024 * 1024
 DUPLICATE_KEY_RULE = "SPEC-DUPLICATE-KEY"
 # A YAML document expands to at most this many nodes, each alias counted as what it repeats.
-MAX_YAML_NODES = 10_000
+MAX_YAML_NODES = 5_000
 YAML_SIZE_RULE = "SPEC-YAML-SIZE"
 
 # Rules of the file itself, for the catalogue (the semantic rules live in core.rules).

@@ -68,8 +68,14 @@ class _SpecLoader(Composer, SafeConstructor, Resolver):
         # Nodes composed so far, by id, with the number of nodes each expands to. An anchored
         # node without an entry is still being composed: an alias to it is recursive.
         self._sizes: dict[int, int] = {}
+        # The composer reads events through these, several calls per node: bound straight to
+        # the parser's, without a Python frame in between.
+        self.__dict__.update(
+            check_event=self._parser.check_event,
+            peek_event=self._parser.peek_event,
+            get_event=self._parser.get_event,
+        )
 
-    # The composer reads events through these.
     def check_event(self, *choices: Any) -> bool:
         return bool(self._parser.check_event(*choices))
 
