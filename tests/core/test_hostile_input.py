@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import yaml
 
-from hetero_constructs.cli import main
 from hetero_constructs.core import (
     DistributedTraining,
     InstanceGroup,
@@ -572,6 +571,8 @@ def test_fifos_sockets_directories_and_huge_files_are_refused(tmp_path: Path) ->
     ],
 )
 def test_cli_prints_violations_for_hostile_files(tmp_path: Path, name: str, text: str) -> None:
+    from hetero_constructs.cli import main  # the CLI's own dependencies stay out of the module
+
     path = tmp_path / name
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
     for args in ([], ["--json"]):

@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.cli import main
 from hetero_constructs.core.source_tree import scan
 from hetero_constructs.core.violations import Violation
 from tests.core.specs import spec_dict, violations_of
@@ -154,6 +153,8 @@ def test_a_source_dir_that_is_a_fifo_or_a_file(code: Path) -> None:
 
 
 def test_the_cli_reports_them_without_a_traceback(code: Path, tmp_path: Path) -> None:
+    from hetero_constructs.cli import main  # the CLI's own dependencies stay out of the module
+
     os.mkfifo(code / "pipe")
     (code / "gone").symlink_to(code / "missing")
     spec = tmp_path / "spec.json"
