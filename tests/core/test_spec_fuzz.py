@@ -124,12 +124,13 @@ def mutated_specs(draw: st.DrawFn) -> dict[str, Any]:
         path = draw(st.sampled_from(targets))
         parent, key = parent_and_key(data, path)
         action = draw(st.sampled_from(["replace", "unknown key", "delete", "wrap"]))
+        # Copies: later mutations must not change the strategy's own values.
         if action == "replace":
-            parent[key] = draw(HOSTILE_VALUES)
+            parent[key] = copy.deepcopy(draw(HOSTILE_VALUES))
         elif action == "unknown key":
             container = parent[key] if isinstance(parent[key], dict) else parent
             if isinstance(container, dict):
-                container[draw(UNKNOWN_KEYS)] = draw(HOSTILE_VALUES)
+                container[draw(UNKNOWN_KEYS)] = copy.deepcopy(draw(HOSTILE_VALUES))
         elif action == "delete":
             del parent[key]
         else:
