@@ -300,16 +300,14 @@ def _override_channels(
 
 
 def _channel_uri_violations(path: str, uri: str, granted: list[S3Uri]) -> list[Violation]:
-    model = _model_value(path, uri, "InputDataConfig[].DataSource.S3DataSource.S3Uri", "S3 URI")
-    if model:
-        return model
     location = S3Uri.parse(uri)
     if (
         location is not None
         and not has_dot_segment(location.key)
         and any(covers(prefix, location) for prefix in granted)
     ):
-        return []
+        # Under a granted prefix; the API still bounds the URI's length.
+        return _model_value(path, uri, "InputDataConfig[].DataSource.S3DataSource.S3Uri", "S3 URI")
     return [
         _violation(
             "OVERRIDE-CHANNEL-PREFIX",

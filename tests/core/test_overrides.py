@@ -215,3 +215,11 @@ def test_a_long_granted_list_is_cut_in_the_message() -> None:
     assert allowed.startswith("s3:// URIs under s3://bucket-0/pp") and allowed.endswith(
         "and 17 more"
     )
+
+
+def test_a_channel_uri_under_the_grant_still_fits_the_api_length() -> None:
+    uri = "s3://bucket/train/" + "k" * 1_100
+    assert rules(channel(uri)) == [("OVERRIDE-VALUE", "execution input.channels.train")]
+    assert rules(channel("bucket/train")) == [
+        ("OVERRIDE-CHANNEL-PREFIX", "execution input.channels.train")
+    ]
