@@ -66,8 +66,9 @@ def scan(root: Path) -> SourceTree:
         return SourceTree((), (SourceProblem(".", f"not readable ({error.strerror})"),))
     if not stat.S_ISDIR(root_info.st_mode):
         return SourceTree((), (SourceProblem(".", "not a directory"),))
-    # (directory, its name in the archive, real paths of the directories that lead to it)
-    pending: list[tuple[Path, str, tuple[str, ...]]] = [(root, "", (os.path.realpath(root),))]
+    # (directory, its name in the archive, real paths of the directories that lead to it;
+    # computed only once a directory link needs them, as most trees have none)
+    pending: list[tuple[Path, str, tuple[str, ...] | None]] = [(root, "", None)]
     while pending:
         directory, prefix, ancestors = pending.pop()
         try:
@@ -75,9 +76,19 @@ def scan(root: Path) -> SourceTree:
         except OSError as error:
             problems.append(SourceProblem(prefix or ".", f"not listable ({error.strerror})"))
             continue
-        subdirectories = []
+        subdirectories: list[tuple[Path, str, tuple[str, ...] | None]] = []
         for entry in entries:
             name = f"{prefix}/{entry.name}" if prefix else entry.name
+            # Plain files and directories are known from the listing itself (no stat call).
+            if not entry.is_symlink():
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRS:
+                        subdirectories.append((Path(entry.path), name, ancestors))
+                    continue
+                if entry.is_file(follow_symlinks=False):
+                    if not entry.name.endswith(SKIPPED_SUFFIXES):
+                        files.append((name, Path(entry.path)))
+                    continue
             try:
                 info = os.stat(entry.path)  # follows links
             except OSError as error:
@@ -88,16 +99,17 @@ def scan(root: Path) -> SourceTree:
                 else:
                     problems.append(SourceProblem(name, f"not readable ({error.strerror})"))
                 continue
-            if stat.S_ISDIR(info.st_mode):
+            if stat.S_ISDIR(info.st_mode):  # a link to a directory
                 if entry.name in SKIPPED_DIRS:
                     continue
+                chain = ancestors or _real_chain(root, prefix)
                 real = os.path.realpath(entry.path)
-                if _inside(real, ancestors):
+                if _inside(real, chain):
                     problems.append(
                         SourceProblem(name, "a symbolic link to a directory that contains it")
                     )
                     continue
-                subdirectories.append((Path(entry.path), name, (*ancestors, real)))
+                subdirectories.append((Path(entry.path), name, (*chain, real)))
             elif stat.S_ISREG(info.st_mode):
                 if not entry.name.endswith(SKIPPED_SUFFIXES):
                     files.append((name, Path(entry.path)))
@@ -105,6 +117,14 @@ def scan(root: Path) -> SourceTree:
                 problems.append(SourceProblem(name, _special(info.st_mode)))
         pending.extend(reversed(subdirectories))
     return SourceTree(tuple(sorted(files)), tuple(problems))
+
+
+def _real_chain(root: Path, prefix: str) -> tuple[str, ...]:
+    """Real paths of ``root`` and of each directory down to ``root/prefix`` (no links on it)."""
+    chain = [os.path.realpath(root)]
+    for part in prefix.split("/") if prefix else ():
+        chain.append(os.path.join(chain[-1], part))
+    return tuple(chain)
 
 
 class NotARegularFileError(OSError):
