@@ -17,20 +17,28 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
-_SKIPPED_SUFFIXES = (".pyc", ".pyo")
+from hetero_constructs.core.rules.framework import source_dir as source_dir_rule
+from hetero_constructs.core.rules.framework import source_tree_findings
+from hetero_constructs.core.source_tree import read_regular_file, scan
+from hetero_constructs.core.violations import SpecValidationError, Violation
+
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 
 
-def _files(root: Path) -> list[Path]:
-    """Every file under ``root`` (symlinks followed, as the SDK does), sorted, caches skipped."""
-    found: list[Path] = []
-    for directory, dirs, files in os.walk(root, followlinks=True):
-        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
-        for name in sorted(files):
-            if not name.endswith(_SKIPPED_SUFFIXES):
-                found.append(Path(directory) / name)
-    return found
+def _files(root: Path) -> list[tuple[str, Path]]:
+    """Every file under ``root`` (symlinks followed, as the SDK does), sorted, caches skipped.
+
+    Raises ``SpecValidationError`` (FW-SOURCE-DIR) when an entry cannot be packaged: a dangling
+    link, a link loop, a FIFO, socket or device (never opened, so the synth never blocks).
+    """
+    tree = scan(root)
+    if tree.problems:
+        findings = source_tree_findings(root)
+        raise SpecValidationError(
+            Violation(source_dir_rule.id, f.path, f.problem, f.value, f.allowed, f.fix)
+            for f in findings
+        )
+    return list(tree.files)
 
 
 def _entries(sources: Mapping[str, Path]) -> list[tuple[str, Path]]:
@@ -40,8 +48,7 @@ def _entries(sources: Mapping[str, Path]) -> list[tuple[str, Path]]:
         if root.is_file():
             entries.append((prefix, root))
             continue
-        for path in _files(root):
-            relative = path.relative_to(root).as_posix()
+        for relative, path in _files(root):
             entries.append((f"{prefix}/{relative}" if prefix else relative, path))
     names = [name for name, _ in entries]
     duplicates = sorted({name for name in names if names.count(name) > 1})
@@ -51,6 +58,25 @@ def _entries(sources: Mapping[str, Path]) -> list[tuple[str, Path]]:
             "Allowed: each archive name once. Fix: remove one of the copies."
         )
     return sorted(entries)
+
+
+def _read(path: Path) -> bytes:
+    """A file's bytes; a file that turned into something else since the scan is a violation."""
+    try:
+        return read_regular_file(path)
+    except OSError as error:
+        raise SpecValidationError(
+            [
+                Violation(
+                    source_dir_rule.id,
+                    "source_dir",
+                    f"'{path}' cannot be read: {error.strerror}.",
+                    str(path),
+                    "regular, readable files",
+                    "fix or remove the file",
+                )
+            ]
+        ) from None
 
 
 def _directories(names: Iterable[str]) -> list[str]:
@@ -91,7 +117,7 @@ def tar_gz_bytes(sources: Mapping[str, Path]) -> bytes:
         for directory in _directories(name for name, _ in entries):
             archive.addfile(_info(directory, directory=True))
         for name, path in entries:
-            data = path.read_bytes()
+            data = _read(path)
             executable = bool(path.stat().st_mode & stat.S_IXUSR)
             archive.addfile(_info(name, size=len(data), executable=executable), io.BytesIO(data))
     compressed = io.BytesIO()
@@ -139,7 +165,7 @@ def staged_directory(sources: Mapping[str, Path], label: str) -> Path:
     entries = _entries(sources)
     digest = hashlib.sha256()
     for name, path in entries:
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + _read(path) + b"\0")
     target = CACHE_ROOT / f"{label}-{digest.hexdigest()[:32]}"
     if not target.exists():
         CACHE_ROOT.mkdir(parents=True, exist_ok=True)

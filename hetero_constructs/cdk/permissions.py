@@ -16,6 +16,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from hetero_constructs.core.s3_uri import S3Uri, key_patterns
+
 Statement = dict[str, Any]
 
 SAGEMAKER = "sagemaker.amazonaws.com"
@@ -85,23 +87,37 @@ class Arns:
 
 @dataclass(frozen=True)
 class S3Location:
-    """``s3://bucket/prefix`` split into its bucket and key prefix (tokens allowed)."""
+    """``s3://bucket/prefix`` split into its bucket and key prefix (tokens allowed).
+
+    A prefix is granted at a path boundary (``core.s3_uri.key_patterns``): ``s3://b/train``
+    grants the object ``train`` and ``train/*``, never ``train*``, which would also cover the
+    sibling ``train-nightly/``.
+    """
 
     bucket: str
     prefix: str
 
     @staticmethod
     def parse(uri: str) -> S3Location | None:
-        if not uri.startswith("s3://"):
-            return None
-        bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-        return S3Location(bucket, prefix)
+        location = S3Uri.parse(uri)
+        return S3Location(location.bucket, location.key) if location else None
 
     def bucket_arn(self, arns: Arns) -> str:
         return f"arn:{arns.partition}:s3:::{self.bucket}"
 
     def objects_arn(self, arns: Arns) -> str:
-        return f"{self.bucket_arn(arns)}/{self.prefix}*"
+        """The wildcard resource of the grant: everything below the prefix's boundary."""
+        return f"{self.bucket_arn(arns)}/{key_patterns(self.prefix)[-1]}"
+
+    def object_arns(self, arns: Arns) -> list[str]:
+        """Every object resource of the grant (the prefix object itself when it has no slash)."""
+        return [f"{self.bucket_arn(arns)}/{pattern}" for pattern in key_patterns(self.prefix)]
+
+    def list_condition(self) -> dict[str, Any] | None:
+        """ListBucket only under the prefix, with the same boundary (none for a whole bucket)."""
+        if not self.prefix:
+            return None
+        return {"StringLike": {"s3:prefix": key_patterns(self.prefix)}}
 
 
 def bucket_uri(bucket: s3.IBucket | str, prefix: str = "") -> str:
@@ -122,17 +138,16 @@ def s3_read(arns: Arns, uris: Sequence[str]) -> list[Statement]:
     """Read objects under each prefix, and list each bucket only under that prefix."""
     statements = []
     for location in locations(uris):
-        statements.append(allow(["s3:GetObject"], [location.objects_arn(arns)]))
-        condition = (
-            {"StringLike": {"s3:prefix": [f"{location.prefix}*"]}} if location.prefix else None
+        statements.append(allow(["s3:GetObject"], location.object_arns(arns)))
+        statements.append(
+            allow(["s3:ListBucket"], [location.bucket_arn(arns)], location.list_condition())
         )
-        statements.append(allow(["s3:ListBucket"], [location.bucket_arn(arns)], condition))
     return statements
 
 
 def s3_write(arns: Arns, uris: Sequence[str]) -> list[Statement]:
     return [
-        allow(["s3:PutObject", "s3:AbortMultipartUpload"], [location.objects_arn(arns)])
+        allow(["s3:PutObject", "s3:AbortMultipartUpload"], location.object_arns(arns))
         for location in locations(uris)
     ]
 

@@ -22,7 +22,8 @@ def words(text: str) -> list[str]:
 
 def parse_version(text: str) -> Version | None:
     """``"2.3.0"`` -> ``(2, 3, 0)``; ``None`` when the text is not a dotted number."""
-    if not re.fullmatch(r"\d+(\.\d+){0,3}", text):
+    # ASCII digits, at most 9 per part: a version, never a number Python refuses to convert.
+    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,9}){0,3}", text):
         return None
     return tuple(int(part) for part in text.split("."))
 

@@ -9,26 +9,42 @@ Schema (every key optional, nothing else allowed)::
       "tags": {"run": "42"}                      # merged over the spec's tags
     }
 
-The result is validated again with every rule, exactly as at synth time.
+Overrides cannot reach beyond what the spec was granted: a channel moves only to an ``s3://``
+location under a prefix the execution role can read, at a path boundary. Keys Step Functions
+adds itself (``AWS_STEP_FUNCTIONS_*``) are ignored. The result is validated again with every
+rule, exactly as at synth time.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hetero_constructs.core.fieldcheck import is_json_value
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.core import service_model
+from hetero_constructs.core.fieldcheck import json_value_problem
+from hetero_constructs.core.s3_uri import S3Uri, covers, has_dot_segment
+from hetero_constructs.core.violations import (
+    MAX_REPORTED_VIOLATIONS,
+    MORE_VIOLATIONS_RULE,
+    Violation,
+    bounded,
+    shorten,
+    unknown_key_fix,
+)
 
 OVERRIDE_KEYS = ("hyperparameters", "channels", "job_name_prefix", "tags")
+# Keys Step Functions adds to an execution's input itself, e.g.
+# AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID for a child execution: not overrides.
+STEP_FUNCTIONS_KEY_PREFIX = "AWS_STEP_FUNCTIONS_"
 
 OVERRIDE_RULES = (
     (
         "OVERRIDE-UNKNOWN-KEY",
         "The execution input has only the keys "
-        "`hyperparameters`, `channels`, `job_name_prefix`, `tags`.",
+        "`hyperparameters`, `channels`, `job_name_prefix`, `tags` (keys Step Functions adds, "
+        f"`{STEP_FUNCTIONS_KEY_PREFIX}*`, are ignored).",
     ),
     (
         "OVERRIDE-TYPE",
@@ -39,6 +55,24 @@ OVERRIDE_RULES = (
         "OVERRIDE-CHANNEL",
         "Channel overrides name channels the spec declares (they replace the S3 "
         "URI only; group scoping stays as synthesized).",
+    ),
+    (
+        "OVERRIDE-CHANNEL-PREFIX",
+        "A channel override is an `s3://` URI under a prefix the execution role was granted "
+        "at synth (the spec's channels), at a path boundary: `s3://b/train` covers "
+        "`s3://b/train/v2/`, never `s3://b/train-nightly/`; no `.` or `..` segments.",
+    ),
+    (
+        "OVERRIDE-VALUE",
+        "Override values fit the CreateTrainingJob API's own pattern and length (botocore's "
+        "model): tag keys and values (no newline or tab), the job name prefix (TrainingJobName), "
+        "channel URIs (S3Uri).",
+    ),
+    (
+        MORE_VIOLATIONS_RULE,
+        f"At most {MAX_REPORTED_VIOLATIONS} violations of an execution input are listed, then "
+        "one saying how many more there are, so the report fits Step Functions' failure cause "
+        "(32,768 characters).",
     ),
 )
 
@@ -56,8 +90,24 @@ def _violation(rule: str, path: str, problem: str, value: Any, allowed: str, fix
     )
 
 
-def apply_overrides(spec: Mapping[str, Any], overrides: Any) -> Overridden:
-    """The spec-file mapping with the overrides applied, or the overrides' violations."""
+def _key(key: Any) -> str:
+    """A key of the input as it appears in a path (cut when very long)."""
+    return shorten(key if isinstance(key, str) else repr(key), 64)
+
+
+def apply_overrides(
+    spec: Mapping[str, Any],
+    overrides: Any,
+    *,
+    channel_prefixes: Sequence[str] | None = None,
+) -> Overridden:
+    """The spec-file mapping with the overrides applied, or the overrides' violations.
+
+    ``channel_prefixes`` are the S3 locations the execution role may read, as granted at synth;
+    a channel override must lie under one of them. ``None`` takes the spec's own channel URIs.
+    The violations are bounded (``violations.bounded``): at most ``MAX_REPORTED_VIOLATIONS``
+    and one saying how many more, whatever the size of the input.
+    """
     result = copy.deepcopy(dict(spec))
     if overrides is None:
         return Overridden(result, None, ())
@@ -78,62 +128,127 @@ def apply_overrides(spec: Mapping[str, Any], overrides: Any) -> Overridden:
         )
     violations: list[Violation] = []
     for key in overrides:
-        if key not in OVERRIDE_KEYS:
-            violations.append(
-                _violation(
-                    "OVERRIDE-UNKNOWN-KEY",
-                    str(key),
-                    "This key cannot be overridden.",
-                    key,
-                    ", ".join(OVERRIDE_KEYS),
-                    "remove it from the execution input",
-                )
+        if key in OVERRIDE_KEYS:
+            continue
+        if isinstance(key, str) and key.startswith(STEP_FUNCTIONS_KEY_PREFIX):
+            continue  # added by Step Functions, not by whoever started the execution
+        violations.append(
+            _violation(
+                "OVERRIDE-UNKNOWN-KEY",
+                _key(key),
+                "This key cannot be overridden.",
+                key,
+                ", ".join(OVERRIDE_KEYS),
+                unknown_key_fix(key, OVERRIDE_KEYS) if isinstance(key, str) else "remove it",
             )
-    for name in ("hyperparameters", "tags"):
-        if name in overrides:
-            _merge_map(result, name, overrides[name], violations, strings=name == "tags")
+        )
+    if "hyperparameters" in overrides:
+        _merge_hyperparameters(result, overrides["hyperparameters"], violations)
+    if "tags" in overrides:
+        _merge_tags(result, overrides["tags"], violations)
     if "channels" in overrides:
-        _override_channels(result, overrides["channels"], violations)
-    prefix = overrides.get("job_name_prefix")
-    if prefix is not None and not isinstance(prefix, str):
-        violations.append(
-            _violation(
-                "OVERRIDE-TYPE",
-                "job_name_prefix",
-                "The prefix is not a string.",
-                prefix,
-                "a string",
-                "give job_name_prefix as a string",
-            )
-        )
-        prefix = None
-    return Overridden(result, prefix, tuple(violations))
+        granted = _granted(result, channel_prefixes)
+        _override_channels(result, overrides["channels"], granted, violations)
+    prefix = _prefix(overrides.get("job_name_prefix"), violations)
+    return Overridden(result, prefix, bounded(violations, path="execution input"))
 
 
-def _merge_map(
-    result: dict[str, Any], name: str, value: Any, violations: list[Violation], *, strings: bool
-) -> None:
-    ok = isinstance(value, Mapping) and all(
-        isinstance(k, str) and (isinstance(v, str) if strings else is_json_value(v))
-        for k, v in value.items()
+def _type_violation(name: str, value: Any, allowed: str) -> Violation:
+    return _violation(
+        "OVERRIDE-TYPE",
+        name,
+        f"The {name} override has the wrong type.",
+        value,
+        allowed,
+        f"give {name} as {allowed}",
     )
-    if not ok:
-        allowed = "a map of strings" if strings else "a map of JSON values"
+
+
+def _merge_hyperparameters(result: dict[str, Any], value: Any, violations: list[Violation]) -> None:
+    """Hyperparameter values are checked as the spec's are, once merged (API-HYPERPARAMETERS)."""
+    allowed = "a map of JSON values"
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        violations.append(_type_violation("hyperparameters", value, allowed))
+        return
+    bad = [(k, problem) for k, v in value.items() if (problem := json_value_problem(v))]
+    for key, problem in bad:
         violations.append(
             _violation(
                 "OVERRIDE-TYPE",
-                name,
-                f"The {name} override has the wrong type.",
-                value,
-                allowed,
-                f"give {name} as {allowed}",
+                f"hyperparameters.{_key(key)}{problem.path}",
+                "A hyperparameter override is not a JSON value the spec takes.",
+                problem.value,
+                problem.allowed,
+                "give a string, number, boolean, list or map",
             )
         )
+    if not bad:
+        result["hyperparameters"] = {**result.get("hyperparameters", {}), **value}
+
+
+def _merge_tags(result: dict[str, Any], value: Any, violations: list[Violation]) -> None:
+    allowed = "a map of strings"
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        violations.append(_type_violation("tags", value, allowed))
         return
-    result[name] = {**result.get(name, {}), **value}
+    before = len(violations)
+    for key, tag in value.items():
+        violations.extend(_model_value(f"tags.{_key(key)}", key, "Tags[].Key", "tag key"))
+        violations.extend(_model_value(f"tags.{_key(key)}", tag, "Tags[].Value", "tag value"))
+    if len(violations) == before:
+        result["tags"] = {**_tag_map(result.get("tags")), **value}
 
 
-def _override_channels(result: dict[str, Any], value: Any, violations: list[Violation]) -> None:
+def _tag_map(tags: Any) -> dict[Any, Any]:
+    """The spec's tags as a map (a spec file may give them in the SDK's list form)."""
+    if isinstance(tags, list):
+        return {t.get("Key"): t.get("Value") for t in tags if isinstance(t, Mapping)}
+    return dict(tags) if isinstance(tags, Mapping) else {}
+
+
+def _model_value(path: str, value: str, model_path: str, what: str) -> list[Violation]:
+    """``value`` against the length and pattern botocore's model gives ``model_path``."""
+    if service_model.matches(model_path, value):
+        return []
+    limits = service_model.bounds(model_path)
+    allowed = limits.describe_length()
+    if limits.pattern and limits.pattern not in (".*", ".+"):
+        allowed += f" matching /{limits.pattern}/"
+    return [
+        _violation(
+            "OVERRIDE-VALUE",
+            path,
+            f"The {what} does not fit the CreateTrainingJob API ({model_path}).",
+            value,
+            allowed,
+            f"give a {what} of {allowed}",
+        )
+    ]
+
+
+def _granted(spec: Mapping[str, Any], channel_prefixes: Sequence[str] | None) -> list[S3Uri]:
+    """The readable prefixes: those given, or the spec's own channel URIs."""
+    if channel_prefixes is None:
+        channels = spec.get("channels")
+        channel_prefixes = list(_channel_uris(channels)) if isinstance(channels, Mapping) else []
+    return [uri for uri in map(S3Uri.parse, channel_prefixes) if uri is not None]
+
+
+def _channel_uris(channels: Mapping[str, Any]) -> Iterable[str]:
+    for channel in channels.values():
+        if isinstance(channel, str):
+            yield channel
+        elif isinstance(channel, Mapping):
+            uri = channel.get("s3_uri", channel.get("s3_data"))
+            if isinstance(uri, str):
+                yield uri
+
+
+def _override_channels(
+    result: dict[str, Any], value: Any, granted: list[S3Uri], violations: list[Violation]
+) -> None:
     if not isinstance(value, Mapping):
         violations.append(
             _violation(
@@ -148,22 +263,23 @@ def _override_channels(result: dict[str, Any], value: Any, violations: list[Viol
         return
     channels = result.setdefault("channels", {})
     for name, uri in value.items():
+        path = f"channels.{_key(name)}"
         if name not in channels:
             violations.append(
                 _violation(
                     "OVERRIDE-CHANNEL",
-                    f"channels.{name}",
+                    path,
                     "The spec declares no such channel.",
                     name,
-                    ", ".join(channels) or "no channels",
-                    "override a declared channel",
+                    _listed(channels) or "no channels",
+                    unknown_key_fix(name, channels) if isinstance(name, str) else "remove it",
                 )
             )
         elif not isinstance(uri, str):
             violations.append(
                 _violation(
                     "OVERRIDE-TYPE",
-                    f"channels.{name}",
+                    path,
                     "A channel override is an S3 URI string.",
                     uri,
                     "an s3:// URI",
@@ -171,9 +287,64 @@ def _override_channels(result: dict[str, Any], value: Any, violations: list[Viol
                 )
             )
         else:
+            problems = _channel_uri_violations(path, uri, granted)
+            violations.extend(problems)
+            if problems:
+                continue
             channel = channels[name]
             if isinstance(channel, Mapping):
                 channels[name] = {**channel, "s3_uri": uri}
                 channels[name].pop("s3_data", None)
             else:
                 channels[name] = uri
+
+
+def _channel_uri_violations(path: str, uri: str, granted: list[S3Uri]) -> list[Violation]:
+    location = S3Uri.parse(uri)
+    if (
+        location is not None
+        and not has_dot_segment(location.key)
+        and any(covers(prefix, location) for prefix in granted)
+    ):
+        # Under a granted prefix; the API still bounds the URI's length.
+        return _model_value(path, uri, "InputDataConfig[].DataSource.S3DataSource.S3Uri", "S3 URI")
+    return [
+        _violation(
+            "OVERRIDE-CHANNEL-PREFIX",
+            path,
+            "The execution role may not read this location: a channel override must lie under "
+            "a prefix granted at synth.",
+            uri,
+            "s3:// URIs under " + (_listed(str(g) for g in granted) or "no granted prefix"),
+            "use a location under a granted prefix, or declare the channel there in the spec",
+        )
+    ]
+
+
+def _listed(items: Iterable[Any], limit: int = 3) -> str:
+    """At most ``limit`` items, each cut to 60 characters, and how many more there are."""
+    listed = [shorten(str(item), 60) for item in items]
+    text = ", ".join(listed[:limit])
+    if len(listed) > limit:
+        text += f" and {len(listed) - limit} more"
+    return text
+
+
+def _prefix(prefix: Any, violations: list[Violation]) -> str | None:
+    if prefix is None:
+        return None
+    if not isinstance(prefix, str):
+        violations.append(
+            _violation(
+                "OVERRIDE-TYPE",
+                "job_name_prefix",
+                "The prefix is not a string.",
+                prefix,
+                "a string",
+                "give job_name_prefix as a string",
+            )
+        )
+        return None
+    problems = _model_value("job_name_prefix", prefix, "TrainingJobName", "job name prefix")
+    violations.extend(problems)
+    return None if problems else prefix

@@ -8,6 +8,7 @@ can enforce them. Nothing here is copied by hand.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -21,9 +22,19 @@ from botocore.validate import ParamValidator
 OPERATION = "CreateTrainingJob"
 
 # Java regex classes in the model that Python's ``re`` lacks, mapped to the nearest class
-# that Python accepts inside a character set. The Python classes are a little wider
-# (``\w`` also takes ``_``, ``\s`` also takes tabs); both never reject what the API accepts.
-_JAVA_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{Z}": r"\s", r"\p{M}": r"\w"}
+# that Python accepts inside a character set. ``\w`` is a little wider than letters and
+# numbers (it also takes ``_``), which never rejects what the API accepts. Separators
+# (``\p{Z}``) are listed exactly: ``\s`` would also take tabs and newlines, which the API's
+# tag pattern forbids.
+_JAVA_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{M}": r"\w"}
+
+
+@cache
+def _separators() -> str:
+    """Unicode category Z (space, line and paragraph separators), escaped for a set."""
+    # Every separator is in the Basic Multilingual Plane.
+    found = (chr(code) for code in range(0x10000))
+    return "".join(re.escape(char) for char in found if unicodedata.category(char)[0] == "Z")
 
 
 @cache
@@ -31,6 +42,8 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
     """Compile a model pattern for a full match (the model's patterns carry no anchors)."""
     for java, python in _JAVA_CLASSES.items():
         pattern = pattern.replace(java, python)
+    if r"\p{Z}" in pattern:
+        pattern = pattern.replace(r"\p{Z}", _separators())
     return re.compile(pattern, re.DOTALL)
 
 

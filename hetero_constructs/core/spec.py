@@ -1,19 +1,25 @@
 """The training spec: immutable, typed value objects with the SageMaker Python SDK's names.
 
 Nothing here judges whether a spec is *valid*; that is the rules' job (``core.rules``).
-The objects only insist on field types, so that every rule can rely on them.
+The objects only insist on field types, so that every rule can rely on them. Bad arguments
+(wrong types, unknown or missing names, enum values in the wrong case) raise
+``SpecValidationError`` with every violation, never a bare TypeError or ValueError.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from hetero_constructs.core.fieldcheck import FieldChecker, as_tuple
+from hetero_constructs.core.fieldcheck import (
+    FieldChecker,
+    as_tuple,
+    checked_arguments,
+    checked_constructor,
+)
 
 
 def _frozen_mapping(value: Any) -> Any:
@@ -67,6 +73,7 @@ class SmddpCollective(StrEnum):
     ALL_GATHER = "AllGather"
 
 
+@checked_constructor
 @dataclass(frozen=True)
 class InstanceGroup:
     """A named set of identical instances in a heterogeneous cluster."""
@@ -91,6 +98,7 @@ def _group_names(value: Any) -> Any:
     return value
 
 
+@checked_constructor
 @dataclass(frozen=True)
 class TrainingChannel:
     """An S3 input channel, optionally delivered only to some instance groups."""
@@ -124,6 +132,7 @@ class TrainingChannel:
         return tuple(str(name) for name in self.instance_groups)
 
 
+@checked_constructor
 @dataclass(frozen=True)
 class LauncherConfig:
     """One launcher entry of a distribution, with the options the SDK reads for it."""
@@ -134,12 +143,15 @@ class LauncherConfig:
 
     def __post_init__(self) -> None:
         check = FieldChecker("LauncherConfig")
-        check.one_of("kind", self.kind, Launcher, "a Launcher")
+        kind = check.enum_member("kind", self.kind, Launcher)
+        if kind is not None:
+            object.__setattr__(self, "kind", kind)
         check.integer("processes_per_host", self.processes_per_host, optional=True)
         check.string("custom_mpi_options", self.custom_mpi_options, optional=True)
         check.done()
 
 
+@checked_constructor
 @dataclass(frozen=True)
 class DistributedTraining:
     """How training is distributed: a launcher, optionally model parallelism, and the group.
@@ -168,12 +180,20 @@ class DistributedTraining:
         check.string_tuple("instance_groups", self.instance_groups)
         if self.model_parallel_parameters is not None:
             check.json_mapping("model_parallel_parameters", self.model_parallel_parameters)
-        check.tuple_of(
-            "smddp_collectives",
-            self.smddp_collectives,
-            SmddpCollective,
-            "a list of SmddpCollective (AllReduce, AllGather)",
-        )
+        if isinstance(self.smddp_collectives, tuple):
+            collectives = tuple(
+                check.enum_member(f"smddp_collectives[{index}]", value, SmddpCollective)
+                for index, value in enumerate(self.smddp_collectives)
+            )
+            if None not in collectives:
+                object.__setattr__(self, "smddp_collectives", collectives)
+        else:
+            check.tuple_of(
+                "smddp_collectives",
+                self.smddp_collectives,
+                SmddpCollective,
+                "a list of SmddpCollective (AllReduce, AllGather)",
+            )
         check.done()
 
     # -- union-like factories, one per launcher ------------------------------------------
@@ -188,7 +208,12 @@ class DistributedTraining:
         smddp_collective: SmddpCollective | str | None = None,
         model_parallel_parameters: Mapping[str, Any] | None = None,
     ) -> DistributedTraining:
-        collectives = () if smddp_collective is None else (SmddpCollective(smddp_collective),)
+        collectives: tuple[SmddpCollective, ...] = ()
+        if smddp_collective is not None:
+            check = FieldChecker("DistributedTraining")
+            collective = check.enum_member("smddp_collective", smddp_collective, SmddpCollective)
+            check.done()
+            collectives = (collective,) if collective is not None else ()
         return DistributedTraining(
             launchers=(LauncherConfig(kind, processes_per_host, custom_mpi_options),),
             instance_groups=() if instance_group is None else (instance_group,),
@@ -197,6 +222,7 @@ class DistributedTraining:
         )
 
     @staticmethod
+    @checked_arguments("DistributedTraining.torch_distributed()")
     def torch_distributed(
         *,
         instance_group: str | InstanceGroup | None = None,
@@ -212,6 +238,7 @@ class DistributedTraining:
         )
 
     @staticmethod
+    @checked_arguments("DistributedTraining.pytorch_ddp()")
     def pytorch_ddp(
         *,
         instance_group: str | InstanceGroup | None = None,
@@ -229,6 +256,7 @@ class DistributedTraining:
         )
 
     @staticmethod
+    @checked_arguments("DistributedTraining.smdistributed_data_parallel()")
     def smdistributed_data_parallel(
         *,
         instance_group: str | InstanceGroup | None = None,
@@ -246,6 +274,7 @@ class DistributedTraining:
         )
 
     @staticmethod
+    @checked_arguments("DistributedTraining.smdistributed_model_parallel()")
     def smdistributed_model_parallel(
         parameters: Mapping[str, Any],
         *,
@@ -264,6 +293,7 @@ class DistributedTraining:
         )
 
     @staticmethod
+    @checked_arguments("DistributedTraining.mpi()")
     def mpi(
         *,
         instance_group: str | InstanceGroup | None = None,
@@ -279,6 +309,7 @@ class DistributedTraining:
         )
 
     @staticmethod
+    @checked_arguments("DistributedTraining.parameter_server()")
     def parameter_server(
         *, instance_group: str | InstanceGroup | None = None
     ) -> DistributedTraining:
@@ -286,6 +317,7 @@ class DistributedTraining:
         return DistributedTraining._single(Launcher.PARAMETER_SERVER, instance_group=instance_group)
 
     @staticmethod
+    @checked_arguments("DistributedTraining.multi_worker_mirrored()")
     def multi_worker_mirrored(
         *, instance_group: str | InstanceGroup | None = None
     ) -> DistributedTraining:
@@ -333,6 +365,7 @@ class DistributedTraining:
         return result
 
 
+@checked_constructor
 @dataclass(frozen=True)
 class MetricDefinition:
     """A metric SageMaker extracts from the training logs with a regular expression."""
@@ -347,6 +380,7 @@ class MetricDefinition:
         check.done()
 
 
+@checked_constructor
 @dataclass(frozen=True)
 class TrainingSpec:
     """Everything a SageMaker PyTorch/TensorFlow estimator takes, for one training job.
@@ -399,15 +433,14 @@ class TrainingSpec:
         object.__setattr__(self, "security_group_ids", as_tuple(self.security_group_ids))
         for name in ("hyperparameters", "environment", "tags"):
             object.__setattr__(self, name, _frozen_mapping(getattr(self, name)))
-        if isinstance(self.framework, str) and not isinstance(self.framework, Framework):
-            with contextlib.suppress(ValueError):  # an unknown name is reported below
-                object.__setattr__(self, "framework", Framework(self.framework))
         self._check_types()
 
     def _check_types(self) -> None:
         check = FieldChecker("TrainingSpec")
         check.string("entry_point", self.entry_point)
-        check.one_of("framework", self.framework, Framework, "'pytorch' or 'tensorflow'")
+        framework = check.enum_member("framework", self.framework, Framework)
+        if framework is not None:
+            object.__setattr__(self, "framework", framework)
         for name in (
             "framework_version",
             "py_version",

@@ -8,15 +8,27 @@ SDK, unknown keys are violations, not silently ignored.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
+import re
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hetero_constructs.core.fieldcheck import as_tuple
+from hetero_constructs.core.fieldcheck import (
+    DEPTH_RULE,
+    MAX_INTEGER_LITERAL,
+    MAX_NESTING_DEPTH,
+    NUMBER_RULE,
+    REQUIRED_RULE,
+    TYPE_RULE,
+    UNKNOWN_KEY_RULE,
+    KeyedTwice,
+    OversizedInteger,
+    as_tuple,
+)
 from hetero_constructs.core.spec import (
     DistributedTraining,
     Framework,
@@ -28,30 +40,71 @@ from hetero_constructs.core.spec import (
     TrainingChannel,
     TrainingSpec,
 )
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.core.violations import (
+    SpecValidationError,
+    Violation,
+    did_you_mean,
+    shorten,
+    unknown_key_fix,
+)
+
+# Limits on what a spec file may cost to read, whatever its content.
+MAX_SPEC_FILE_BYTES = 1024 * 1024
+DUPLICATE_KEY_RULE = "SPEC-DUPLICATE-KEY"
+# A YAML document expands to at most this many nodes, each alias counted as what it repeats.
+MAX_YAML_NODES = 5_000
+YAML_SIZE_RULE = "SPEC-YAML-SIZE"
 
 # Rules of the file itself, for the catalogue (the semantic rules live in core.rules).
 SPEC_FILE_RULES = (
     (
         "SPEC-FILE",
-        "The file exists and parses as JSON (or YAML for .yaml/.yml) to a mapping.",
+        f"The file is a regular file of at most {MAX_SPEC_FILE_BYTES:,} bytes and parses as JSON "
+        "(or YAML for .yaml/.yml) to a mapping; a syntax error names the file, line and column.",
         "this library",
     ),
     (
-        "SPEC-UNKNOWN-KEY",
-        "Every key is one the library knows (the SDK silently ignores unknown "
-        "keys, so a typo like `procesess_per_host` would be lost).",
+        DEPTH_RULE,
+        f"Lists and maps nest at most {MAX_NESTING_DEPTH} levels (a spec needs about 6). A file "
+        "is checked before it is parsed further, so deep nesting never exhausts Python's "
+        "recursion limit.",
         "this library",
     ),
     (
-        "SPEC-REQUIRED",
+        YAML_SIZE_RULE,
+        f"A YAML document has at most {MAX_YAML_NODES:,} nodes, each alias counted as the nodes "
+        "it repeats, and no alias inside its own anchor. Refused while the file is read, before "
+        "anything is expanded, so an alias bomb costs milliseconds.",
+        "this library",
+    ),
+    (
+        DUPLICATE_KEY_RULE,
+        "Every key appears once in its map (JSON and YAML parsers would silently keep the last "
+        "one; YAML merge keys `<<` are not duplicates).",
+        "this library",
+    ),
+    (
+        UNKNOWN_KEY_RULE,
+        "Every key, at any depth, is one the library knows (the SDK silently ignores unknown "
+        "keys, so a typo like `procesess_per_host` would be lost); the fix names the likely key.",
+        "this library",
+    ),
+    (
+        REQUIRED_RULE,
         "Required keys are present: `entry_point`, `framework`.",
         "SDK v2 estimators",
     ),
     (
-        "SPEC-TYPE",
-        "Every value has its type: strings, integers, booleans, lists, maps.",
+        TYPE_RULE,
+        "Every value has its type: strings, integers, booleans, lists, maps; enum-like strings "
+        "(`framework`, `smddp_collective`) exactly as written.",
         "SDK v2 estimators",
+    ),
+    (
+        NUMBER_RULE,
+        "Integers, anywhere in the spec, have at most 64 bits (the API's widest). Longer integer "
+        f"literals (more than {MAX_INTEGER_LITERAL} characters) are not even converted.",
+        "botocore model (integer and long members)",
     ),
     (
         "SPEC-LAUNCHER-ENABLED",
@@ -133,6 +186,7 @@ _DISTRIBUTION_KEYS = frozenset(
 )
 _SMDISTRIBUTED_KEYS = frozenset({"dataparallel", "modelparallel"})
 _MODEL_PARALLEL_KEYS = frozenset({"enabled", "parameters"})
+_TAG_KEYS = frozenset({"Key", "Value"})
 
 T = TypeVar("T")
 
@@ -152,7 +206,7 @@ class _Reader:
         """A mapping with string keys; unknown keys are reported (``keys=None``: any key)."""
         if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
             self.problem(
-                "SPEC-TYPE",
+                TYPE_RULE,
                 path,
                 "Expected a mapping with string keys.",
                 value,
@@ -167,22 +221,20 @@ class _Reader:
         return value
 
     def _unknown(self, path: str, key: str, keys: frozenset[str]) -> None:
-        close = difflib.get_close_matches(key, sorted(keys), n=1)
-        fix = f"did you mean '{close[0]}'?" if close else "remove the key"
-        where = f"{path}.{key}" if path else key
+        shown = shorten(key, 100)
         self.problem(
-            "SPEC-UNKNOWN-KEY",
-            where,
+            UNKNOWN_KEY_RULE,
+            f"{path}.{shown}" if path else shown,
             "Unknown key; the SDK would silently ignore it.",
             key,
             ", ".join(sorted(keys)),
-            fix,
+            unknown_key_fix(key, keys),
         )
 
     def sequence(self, path: str, value: Any) -> list[Any]:
         if not isinstance(value, list | tuple):
             self.problem(
-                "SPEC-TYPE", path, "Expected a list.", value, "a list", f"give '{path}' as a list"
+                TYPE_RULE, path, "Expected a list.", value, "a list", f"give '{path}' as a list"
             )
             return []
         return list(value)
@@ -228,15 +280,21 @@ class SpecReading:
 def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> SpecReading:
     """Parse a spec-file mapping, collecting every problem of the file itself.
 
-    ``base_dir`` anchors a relative local ``source_dir`` (the spec file's folder).
+    ``base_dir`` anchors a relative local ``source_dir`` (the spec file's folder). Any data
+    gives violations, never a Python error: unknown keys at any depth (with the likely key),
+    repeated keys, nesting beyond ``MAX_NESTING_DEPTH``, wrong types, oversized integers.
     """
+    structure = _structure_violations(data)
+    if any(v.rule == DEPTH_RULE for v in structure):
+        return SpecReading(None, tuple(structure))
     reader = _Reader()
+    reader.violations.extend(structure)
     top = reader.mapping("", data, _TOP_LEVEL)
     fields: dict[str, Any] = {name: top[name] for name in _SCALARS if name in top}
     for required in ("entry_point", "framework"):
         if required not in top and isinstance(data, Mapping):
             reader.problem(
-                "SPEC-REQUIRED",
+                REQUIRED_RULE,
                 required,
                 f"'{required}' is required.",
                 None,
@@ -244,7 +302,9 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
                 f"add '{required}'",
             )
     if "framework" in top:
-        fields["framework"] = _framework(reader, top["framework"])
+        framework = _framework(reader, top["framework"])
+        if framework is not None:
+            fields["framework"] = framework
     source_dir = fields.get("source_dir")
     if isinstance(source_dir, str) and base_dir is not None and not source_dir.startswith("s3://"):
         fields["source_dir"] = os.path.normpath(os.path.join(base_dir, source_dir))
@@ -266,7 +326,7 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
         fields["metric_definitions"] = _metrics(reader, top["metric_definitions"])
     # Built even when parts failed (they are left out), so its own field types are reported
     # too; such a partial spec is never returned.
-    blocked = any(v.rule != "SPEC-UNKNOWN-KEY" for v in reader.violations)
+    blocked = any(v.rule != UNKNOWN_KEY_RULE for v in reader.violations)
     spec = reader.build("", TrainingSpec, **fields) if "entry_point" in fields else None
     return SpecReading(None if blocked else spec, tuple(reader.violations))
 
@@ -282,19 +342,20 @@ _REQUIRED_HELP = {
 }
 
 
-def _framework(reader: _Reader, value: Any) -> Any:
-    try:
+def _framework(reader: _Reader, value: Any) -> Framework | None:
+    if isinstance(value, str) and value in set(Framework):
         return Framework(value)
-    except ValueError:
-        reader.problem(
-            "SPEC-TYPE",
-            "framework",
-            "Unknown framework.",
-            value,
-            "'pytorch' or 'tensorflow'",
-            "set framework to pytorch or tensorflow",
-        )
-        return value
+    names = [f.value for f in Framework]
+    meant = did_you_mean(value, names) if isinstance(value, str) else None
+    reader.problem(
+        TYPE_RULE,
+        "framework",
+        "Unknown framework.",
+        value,
+        "'pytorch' or 'tensorflow'",
+        f"did you mean '{meant}'?" if meant else "set framework to pytorch or tensorflow",
+    )
+    return None
 
 
 def _groups(reader: _Reader, value: Any) -> tuple[InstanceGroup, ...]:
@@ -305,7 +366,7 @@ def _groups(reader: _Reader, value: Any) -> tuple[InstanceGroup, ...]:
         missing = [k for k in ("name", "instance_type") if k not in item]
         for key in missing:
             reader.problem(
-                "SPEC-REQUIRED",
+                REQUIRED_RULE,
                 f"{path}.{key}",
                 f"An instance group needs '{key}'.",
                 None,
@@ -313,7 +374,8 @@ def _groups(reader: _Reader, value: Any) -> tuple[InstanceGroup, ...]:
                 f"add '{key}'",
             )
         if isinstance(raw, Mapping) and not missing:
-            group = reader.build(path, InstanceGroup, **item)
+            known = {key: value for key, value in item.items() if key in _GROUP_KEYS}
+            group = reader.build(path, InstanceGroup, **known)
             if group is not None:
                 groups.append(group)
     return tuple(groups)
@@ -325,11 +387,15 @@ def _channels(reader: _Reader, value: Any) -> tuple[TrainingChannel, ...]:
         path = f"channels.{name}"
         if isinstance(raw, str):  # the SDK accepts a bare S3 URI as a channel
             raw = {"s3_uri": raw}
-        item = dict(reader.mapping(path, raw, _CHANNEL_KEYS))
+        item = {
+            key: value
+            for key, value in reader.mapping(path, raw, _CHANNEL_KEYS).items()
+            if key in _CHANNEL_KEYS
+        }
         if "s3_data" in item:
             if "s3_uri" in item:
                 reader.problem(
-                    "SPEC-TYPE",
+                    TYPE_RULE,
                     f"{path}.s3_data",
                     "Both s3_uri and s3_data are set.",
                     item["s3_data"],
@@ -339,7 +405,7 @@ def _channels(reader: _Reader, value: Any) -> tuple[TrainingChannel, ...]:
             item["s3_uri"] = item.pop("s3_data")
         if "s3_uri" not in item:
             reader.problem(
-                "SPEC-REQUIRED",
+                REQUIRED_RULE,
                 f"{path}.s3_uri",
                 "A channel needs its S3 location.",
                 None,
@@ -449,31 +515,72 @@ def _collectives(reader: _Reader, value: Any) -> tuple[SmddpCollective, ...]:
     if value is None:
         return ()
     items = value if isinstance(value, list) else [value]
+    names = [c.value for c in SmddpCollective]
     collectives = []
     for item in items:
-        try:
+        if isinstance(item, str) and item in names:
             collectives.append(SmddpCollective(item))
-        except ValueError:
-            reader.problem(
-                "SPEC-TYPE",
-                "smddp_collective",
-                "Unknown SMDDP collective.",
-                item,
-                "AllReduce or AllGather",
-                'set smddp_collective to "AllReduce" or "AllGather"',
-            )
+            continue
+        meant = did_you_mean(item, names) if isinstance(item, str) else None
+        reader.problem(
+            TYPE_RULE,
+            "smddp_collective",
+            "Unknown SMDDP collective.",
+            item,
+            "AllReduce or AllGather (exactly as written)",
+            f"did you mean '{meant}'?"
+            if meant
+            else 'set smddp_collective to "AllReduce" or "AllGather"',
+        )
     return tuple(collectives)
 
 
 def _tags(reader: _Reader, value: Any) -> Any:
-    if isinstance(value, list):  # the SDK's form: [{"Key": ..., "Value": ...}]
-        tags: dict[str, Any] = {}
-        for index, raw in enumerate(value):
-            item = reader.mapping(f"tags[{index}]", raw, frozenset({"Key", "Value"}))
-            if "Key" in item:
-                tags[item["Key"]] = item.get("Value", "")
-        return tags
-    return reader.mapping("tags", value, None)
+    if not isinstance(value, list):
+        return reader.mapping("tags", value, None)
+    # The SDK's form: [{"Key": ..., "Value": ...}], both strings (the API's Tag).
+    tags: dict[str, str] = {}
+    for index, raw in enumerate(value):
+        path = f"tags[{index}]"
+        item = reader.mapping(path, raw, _TAG_KEYS)
+        if not isinstance(raw, Mapping):
+            continue
+        complete = True
+        for field in sorted(_TAG_KEYS):
+            if field not in item:
+                complete = False
+                reader.problem(
+                    REQUIRED_RULE,
+                    f"{path}.{field}",
+                    f"A tag needs its {field}.",
+                    None,
+                    '{"Key": "team", "Value": "ml"}',
+                    f"add {field}",
+                )
+            elif not isinstance(item[field], str):
+                complete = False
+                reader.problem(
+                    TYPE_RULE,
+                    f"{path}.{field}",
+                    f"A tag's {field} is a string.",
+                    item[field],
+                    "a string",
+                    f"give {field} as a string",
+                )
+        if not complete:
+            continue
+        key = item["Key"]
+        if key in tags:
+            reader.problem(
+                DUPLICATE_KEY_RULE,
+                f"{path}.Key",
+                "Another tag has the same Key; the API would reject the request.",
+                key,
+                "each tag key once",
+                "remove one of the tags",
+            )
+        tags[key] = item["Value"]
+    return tags
 
 
 def _metrics(reader: _Reader, value: Any) -> tuple[MetricDefinition, ...]:
@@ -500,56 +607,266 @@ def distribution_from_sdk_dict(
     return result
 
 
-def parse_text(text: str, *, yaml_syntax: bool) -> Any:
-    """Parse spec text; raises ``SpecValidationError`` (SPEC-FILE) when it does not parse."""
-    if yaml_syntax:
-        import yaml  # only YAML files need it; the submit Lambda reads no files
+# -- Reading files: every limit is enforced while reading, before anything is expanded -------
 
-        errors: tuple[type[Exception], ...] = (ValueError, yaml.YAMLError)
-    else:
-        errors = (ValueError,)
+
+def _file_violation(
+    problem: str, value: Any, allowed: str, fix: str, *, rule: str = "SPEC-FILE"
+) -> SpecValidationError:
+    return SpecValidationError([Violation(rule, "", problem, value, allowed, fix)])
+
+
+def _located(
+    rule: str, where: str, text: str, line: int, column: int, problem: str, allowed: str
+) -> SpecValidationError:
+    """A violation at a position of the file (1-based line and column), quoting that line."""
+    lines = text.splitlines()
+    quoted = shorten(lines[line - 1].strip(), 80) if 0 < line <= len(lines) else ""
+    return _file_violation(
+        f"{where}, line {line}, column {column}: {problem}",
+        quoted,
+        allowed,
+        f"fix {where} at line {line}, column {column}",
+        rule=rule,
+    )
+
+
+def _position(text: str, offset: int) -> tuple[int, int]:
+    line = text.count("\n", 0, offset) + 1
+    return line, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+# A JSON string (or one left open to the end of the text) or a bracket. Every character is
+# matched at most once, so this scan is linear whatever the text.
+_JSON_STRUCTURE = re.compile(r'"(?:[^"\\]|\\[\s\S])*+(?:"|\\?\Z)|[\[\]{}]')
+
+
+def _json_too_deep(text: str) -> int | None:
+    """The offset of the first bracket nested beyond ``MAX_NESTING_DEPTH``, if any."""
+    depth = 0
+    for match in _JSON_STRUCTURE.finditer(text):
+        token = match.group()
+        if token in ("[", "{"):
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                return match.start()
+        elif token in ("]", "}"):
+            depth -= 1
+    return None
+
+
+def _json_integer(literal: str) -> int | OversizedInteger:
+    if len(literal) > MAX_INTEGER_LITERAL:
+        return OversizedInteger(len(literal.lstrip("-")))
+    return int(literal)
+
+
+def _json_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = dict(pairs)
+    if len(result) == len(pairs):
+        return result
+    seen: set[str] = set()
+    repeated = []
+    for key, _ in pairs:
+        if key in seen:
+            repeated.append((key, None, None))
+        seen.add(key)
+    keyed_twice = KeyedTwice(result)
+    keyed_twice.duplicates = tuple(repeated)
+    return keyed_twice
+
+
+def _parse_json(text: str, where: str) -> Any:
+    deep = _json_too_deep(text)
+    if deep is not None:
+        line, column = _position(text, deep)
+        raise _located(
+            DEPTH_RULE,
+            where,
+            text,
+            line,
+            column,
+            f"lists and maps are nested more than {MAX_NESTING_DEPTH} levels deep.",
+            f"at most {MAX_NESTING_DEPTH} levels of lists and maps",
+        )
     try:
-        return yaml.safe_load(text) if yaml_syntax else json.loads(text)
-    except errors as error:
-        raise SpecValidationError(
-            [
-                Violation(
-                    "SPEC-FILE",
-                    "",
-                    "The spec does not parse.",
-                    str(error).splitlines()[0],
-                    "YAML" if yaml_syntax else "JSON",
-                    "fix the syntax at the position given",
-                )
-            ]
+        return json.loads(text, parse_int=_json_integer, object_pairs_hook=_json_object)
+    except json.JSONDecodeError as error:
+        raise _located(
+            "SPEC-FILE",
+            where,
+            text,
+            error.lineno,
+            error.colno,
+            f"not valid JSON: {error.msg}.",
+            "JSON (or YAML for .yaml/.yml files)",
         ) from None
+    except (ValueError, RecursionError) as error:
+        raise _file_violation(
+            f"{where}: not valid JSON.", str(error), "JSON", "fix the file"
+        ) from None
+
+
+def _parse_yaml(text: str, where: str) -> Any:
+    import yaml  # only YAML files need it; the submit Lambda reads no files
+
+    from hetero_constructs.core.spec_yaml import YamlLimitError, load
+
+    try:
+        return load(text)
+    except YamlLimitError as error:
+        raise _located(
+            error.rule, where, text, error.line, error.column, error.problem, error.allowed
+        ) from None
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        problem = ", ".join(part for part in (error.context, error.problem) if part)
+        if mark is None:
+            raise _file_violation(
+                f"{where}: not valid YAML: {problem}.", None, "YAML", "fix the file"
+            ) from None
+        if "nesting depth" in problem:  # libyaml's own limit, met before ours in flow style
+            raise _located(
+                DEPTH_RULE,
+                where,
+                text,
+                mark.line + 1,
+                mark.column + 1,
+                f"lists and maps are nested more than {MAX_NESTING_DEPTH} levels deep.",
+                f"at most {MAX_NESTING_DEPTH} levels of lists and maps",
+            ) from None
+        raise _located(
+            "SPEC-FILE",
+            where,
+            text,
+            mark.line + 1,
+            mark.column + 1,
+            f"not valid YAML: {problem}.",
+            "YAML (the safe subset: no Python tags)",
+        ) from None
+    except yaml.YAMLError as error:  # e.g. a character YAML does not allow
+        position = getattr(error, "position", None)
+        if isinstance(position, int):
+            line, column = _position(text, position)
+            raise _located(
+                "SPEC-FILE", where, text, line, column, f"not valid YAML: {error}.", "YAML"
+            ) from None
+        raise _file_violation(
+            f"{where}: not valid YAML: {error}.", None, "YAML", "fix the file"
+        ) from None
+
+
+def parse_text(text: str, *, yaml_syntax: bool, source: str | None = None) -> Any:
+    """Parse spec text; raises ``SpecValidationError`` when it cannot be read safely.
+
+    Syntax errors give ``source`` (the file), line and column. Nesting beyond
+    ``MAX_NESTING_DEPTH`` and YAML documents beyond ``MAX_YAML_NODES`` (aliases counted as
+    what they repeat) are refused before they are expanded. Repeated keys do not stop parsing:
+    ``read_spec`` reports them with their paths.
+    """
+    where = source or "the spec"
+    if len(text) > MAX_SPEC_FILE_BYTES:
+        raise _file_violation(
+            f"{where} is too large to be a spec.",
+            len(text),
+            f"at most {MAX_SPEC_FILE_BYTES:,} characters",
+            "keep data out of the spec (channels point at it)",
+        )
+    return _parse_yaml(text, where) if yaml_syntax else _parse_json(text, where)
 
 
 def read_spec_file(path: str | os.PathLike[str]) -> SpecReading:
-    """Read a JSON (or ``.yaml``/``.yml``) spec file; raises only for SPEC-FILE problems."""
+    """Read a JSON (or ``.yaml``/``.yml``) spec file; raises only for problems of the file.
+
+    Only a regular file of at most ``MAX_SPEC_FILE_BYTES`` is opened (never a FIFO or device).
+    """
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        info = file.stat()
+        if not stat.S_ISREG(info.st_mode):
+            raise _file_violation(
+                "The spec is not a regular file.",
+                str(file),
+                "a JSON or YAML file",
+                "point at the spec file itself",
+            )
+        if info.st_size > MAX_SPEC_FILE_BYTES:
+            raise _file_violation(
+                "The spec file is too large to be a spec.",
+                info.st_size,
+                f"at most {MAX_SPEC_FILE_BYTES:,} bytes",
+                "keep data out of the spec (channels point at it)",
+            )
+        with file.open("rb") as stream:
+            text = stream.read(MAX_SPEC_FILE_BYTES + 1).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise SpecValidationError(
-            [
-                Violation(
-                    "SPEC-FILE",
-                    "",
-                    "The spec file cannot be read.",
-                    str(file),
-                    "a readable UTF-8 file",
-                    str(error),
-                )
-            ]
+        raise _file_violation(
+            "The spec file cannot be read.", str(file), "a readable UTF-8 file", str(error)
         ) from None
-    data = parse_text(text, yaml_syntax=file.suffix.lower() in (".yaml", ".yml"))
+    data = parse_text(text, yaml_syntax=file.suffix.lower() in (".yaml", ".yml"), source=str(file))
     return read_spec(data, base_dir=file.parent)
 
 
 def load_spec_file(path: str | os.PathLike[str]) -> TrainingSpec:
     """Read a spec file; raises ``SpecValidationError`` listing every problem of the file."""
     return read_spec_file(path).spec_or_raise()
+
+
+def _structure_violations(data: Any) -> list[Violation]:
+    """Repeated keys and nesting beyond ``MAX_NESTING_DEPTH``, each with its path.
+
+    Iterative, so data of any depth (even cyclic data given through the Python API) is
+    reported, not a RecursionError.
+    """
+    violations: list[Violation] = []
+    pending: list[tuple[Any, str, int]] = [(data, "", 1)]
+    while pending:
+        node, path, depth = pending.pop()
+        if not isinstance(node, Mapping | list | tuple):
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            violations.append(
+                Violation(
+                    DEPTH_RULE,
+                    path,
+                    f"Lists and maps are nested more than {MAX_NESTING_DEPTH} levels deep.",
+                    node,
+                    f"at most {MAX_NESTING_DEPTH} levels of lists and maps",
+                    "flatten the value",
+                )
+            )
+            continue
+        if isinstance(node, KeyedTwice) and node.duplicates:
+            violations.extend(_duplicate_violations(node, path))
+        if isinstance(node, Mapping):
+            children = [(child, _key_path(path, key)) for key, child in node.items()]
+        else:
+            children = [(child, f"{path}[{index}]") for index, child in enumerate(node)]
+        pending.extend((child, child_path, depth + 1) for child, child_path in reversed(children))
+    return violations
+
+
+def _key_path(path: str, key: Any) -> str:
+    shown = shorten(key if isinstance(key, str) else repr(key), 100)
+    return f"{path}.{shown}" if path else shown
+
+
+def _duplicate_violations(node: KeyedTwice, path: str) -> list[Violation]:
+    result = []
+    for key, line, column in node.duplicates:
+        where = f" (line {line}, column {column})" if line is not None else ""
+        result.append(
+            Violation(
+                DUPLICATE_KEY_RULE,
+                _key_path(path, key),
+                f"The key is given more than once{where}; a parser would silently keep the "
+                "last value.",
+                key,
+                "each key once per map",
+                "remove the repeated key, or merge the two values",
+            )
+        )
+    return result
 
 
 def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:

@@ -130,11 +130,21 @@ def test_bad_input_starts_nothing(stack: FakeStack, capsys: pytest.CaptureFixtur
     }
     # A valid override that breaks a rule of the merged spec is caught too.
     code, text = cli(
+        "run",
+        PREFIX,
+        "--input",
+        '{"hyperparameters": {"sagemaker_program": "evil.py"}}',
+        "--no-follow",
+    )
+    assert code == 1
+    assert "[API-HYPERPARAMETERS] hyperparameters.sagemaker_program" in text
+    assert 'given:   "sagemaker_program"' in text and "nothing was started" in text
+    # A channel outside the granted prefixes is refused before the spec is merged.
+    code, text = cli(
         "run", PREFIX, "--input", '{"channels": {"train": "bucket/train"}}', "--no-follow"
     )
     assert code == 1
-    assert "[API-S3-URI] channels.train.s3_uri" in text
-    assert 'given:   "bucket/train"' in text and "nothing was started" in text
+    assert "[OVERRIDE-CHANNEL-PREFIX] execution input.channels.train" in text
     code, _ = cli("run", PREFIX, "--input", "{epochs: 1}", "--no-follow")
     assert code == 1
     assert "not JSON" in capsys.readouterr().err

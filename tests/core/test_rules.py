@@ -318,7 +318,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
                         {"name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2}
                     ]
                 },
-                {"distribution": {"torch_distributed": ON}, "channels": {"train": "s3://b/t"}},
+                {"distribution": {"torch_distributed": ON}, "channels": {"train": "s3://bkt/t"}},
             )
         ],
     ),
@@ -370,39 +370,39 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     ),
     "HC-CHANNEL-GROUPS-EXIST": (
         [
-            {"channels": {"train": {"s3_uri": "s3://b/t", "instance_groups": ["cpu"]}}},
+            {"channels": {"train": {"s3_uri": "s3://bkt/t", "instance_groups": ["cpu"]}}},
             spec_dict(
                 HOMOGENEOUS,
-                {"channels": {"train": {"s3_uri": "s3://b/t", "instance_groups": ["gpu"]}}},
+                {"channels": {"train": {"s3_uri": "s3://bkt/t", "instance_groups": ["gpu"]}}},
             ),
         ],
-        [{"channels": {"train": {"s3_uri": "s3://b/t", "instance_groups": ["data", "gpu"]}}}],
+        [{"channels": {"train": {"s3_uri": "s3://bkt/t", "instance_groups": ["data", "gpu"]}}}],
     ),
     "HC-CHANNEL-GROUPS-ALL-OR-NOTHING": (
         [
             {
                 "channels": {
-                    "train": {"s3_uri": "s3://b/t", "instance_groups": ["data"]},
-                    "eval": {"s3_uri": "s3://b/e"},
+                    "train": {"s3_uri": "s3://bkt/t", "instance_groups": ["data"]},
+                    "eval": {"s3_uri": "s3://bkt/e"},
                 }
             }
         ],
         [
             {
                 "channels": {
-                    "train": {"s3_uri": "s3://b/t", "instance_groups": ["data"]},
-                    "eval": {"s3_uri": "s3://b/e", "instance_groups": ["gpu"]},
+                    "train": {"s3_uri": "s3://bkt/t", "instance_groups": ["data"]},
+                    "eval": {"s3_uri": "s3://bkt/e", "instance_groups": ["gpu"]},
                 }
             },
-            {"channels": {"train": "s3://b/t", "eval": "s3://b/e"}},
+            {"channels": {"train": "s3://bkt/t", "eval": "s3://bkt/e"}},
         ],
     ),
     "HC-CHANNEL-GROUP-LIMIT": (
         [
-            {"channels": {"train": {"s3_uri": "s3://b/t", "instance_groups": ["data", "data"]}}},
-            {"channels": {"train": {"s3_uri": "s3://b/t", "instance_groups": ["data"] * 6}}},
+            {"channels": {"train": {"s3_uri": "s3://bkt/t", "instance_groups": ["data", "data"]}}},
+            {"channels": {"train": {"s3_uri": "s3://bkt/t", "instance_groups": ["data"] * 6}}},
         ],
-        [{"channels": {"train": {"s3_uri": "s3://b/t", "instance_groups": ["data", "gpu"]}}}],
+        [{"channels": {"train": {"s3_uri": "s3://bkt/t", "instance_groups": ["data", "gpu"]}}}],
     ),
     "FW-IMAGE-OR-VERSION": (
         [{"framework_version": DELETE}, {"py_version": DELETE}],
@@ -443,7 +443,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     ),
     "FW-SOURCE-DIR": (
         [{"source_dir": "s3://bucket/code/"}, {"source_dir": "/does/not/exist"}],
-        [{"source_dir": "s3://bucket/code/sourcedir.tar.gz"}, {"source_dir": "s3://b/asset.gz"}],
+        [{"source_dir": "s3://bucket/code/sourcedir.tar.gz"}, {"source_dir": "s3://bkt/asset.gz"}],
     ),
     "API-INSTANCE-TYPE": (
         [
@@ -478,19 +478,19 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     ),
     "API-CHANNELS": (
         [
-            {"channels": {f"c{i}": "s3://b/x" for i in range(21)}},
-            {"channels": {"bad name": "s3://b/x"}},
-            {"enable_network_isolation": True, "channels": {"code": "s3://b/x"}},
+            {"channels": {f"c{i}": "s3://bkt/x" for i in range(21)}},
+            {"channels": {"bad name": "s3://bkt/x"}},
+            {"enable_network_isolation": True, "channels": {"code": "s3://bkt/x"}},
             {
                 "enable_network_isolation": True,
-                "channels": {f"c{i}": "s3://b/x" for i in range(20)},
+                "channels": {f"c{i}": "s3://bkt/x" for i in range(20)},
             },
         ],
         [
-            {"channels": {f"c{i}": "s3://b/x" for i in range(20)}},
+            {"channels": {f"c{i}": "s3://bkt/x" for i in range(20)}},
             {
                 "enable_network_isolation": True,
-                "channels": {f"c{i}": "s3://b/x" for i in range(19)},
+                "channels": {f"c{i}": "s3://bkt/x" for i in range(19)},
             },
         ],
     ),
@@ -499,7 +499,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             {
                 "channels": {
                     "train": {
-                        "s3_uri": "s3://b/t",
+                        "s3_uri": "s3://bkt/t",
                         "instance_groups": ["data"],
                         "distribution": "Sharded",
                     }
@@ -509,7 +509,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             {
                 "channels": {
                     "train": {
-                        "s3_uri": "s3://b/t",
+                        "s3_uri": "s3://bkt/t",
                         "instance_groups": ["data"],
                         "compression": "zip",
                     }
@@ -520,7 +520,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             {
                 "channels": {
                     "train": {
-                        "s3_uri": "s3://b/t",
+                        "s3_uri": "s3://bkt/t",
                         "instance_groups": ["data"],
                         "distribution": "ShardedByS3Key",
                         "input_mode": "FastFile",
@@ -585,6 +585,39 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
             },
         ],
     ),
+    "API-S3-BUCKET": (
+        [
+            {"output_path": "s3://Bad_Bucket!/x"},
+            {"channels": {"train": {"s3_uri": "s3://192.168.5.4/t", "instance_groups": ["data"]}}},
+            {"checkpoint_s3_uri": "s3://fast--usw2-az1--x-s3/ckpt"},
+            {"output_path": "s3://xn--bucket/out"},
+            {"output_path": "s3://ab/out"},
+            {"output_path": "s3://a..b/out"},
+            {"output_path": "s3://bucket-/out"},
+            {"source_dir": "s3://my-ap-abc123-s3alias/code/sourcedir.tar.gz"},
+        ],
+        [
+            {
+                "output_path": "s3://my.training-bucket-1/out",
+                "checkpoint_s3_uri": "s3://amzn-s3-demo1/checkpoints",
+                "channels": {"train": {"s3_uri": "s3://b12/t", "instance_groups": ["data"]}},
+            }
+        ],
+    ),
+    "API-INT-RANGE": (
+        [
+            {"volume_size": 2**31},
+            {"use_spot_instances": True, "max_wait": 2**31},
+            {
+                "instance_groups": [
+                    {"name": "data", "instance_type": "ml.c5.18xlarge", "instance_count": 2**31},
+                    {"name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
+                ]
+            },
+            {**HOMOGENEOUS, "instance_count": 1e30},
+        ],
+        [{"volume_size": 2**31 - 1}],
+    ),
     "API-RESOURCES": (
         [{"volume_size": 0}, {"max_retry_attempts": 0}, {"max_retry_attempts": 31}],
         [{"volume_size": 1, "max_retry_attempts": 30}],
@@ -621,7 +654,7 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     ),
     "API-CHECKPOINT": (
         [{"checkpoint_local_path": "/opt/ml/checkpoints"}],
-        [{"checkpoint_local_path": "/opt/ml/checkpoints", "checkpoint_s3_uri": "s3://b/c"}],
+        [{"checkpoint_local_path": "/opt/ml/checkpoints", "checkpoint_s3_uri": "s3://bkt/c"}],
     ),
     "API-METRICS": (
         [

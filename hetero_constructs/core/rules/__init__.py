@@ -5,16 +5,24 @@
 - ``cluster``: heterogeneous-cluster groups, the distribution group, channel scoping
 - ``framework``: container image and training code
 - ``api``: the CreateTrainingJob API's own limits, from botocore's model
+- ``values``: what the model's patterns let through: S3 bucket names, 32-bit integers
 """
 
 from __future__ import annotations
 
 from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.rules import api, cluster, collectives, framework, launchers
+from hetero_constructs.core.rules import (
+    api,
+    cluster,
+    collectives,
+    framework,
+    launchers,
+    values,
+)
 from hetero_constructs.core.rules.base import REGISTRY, Finding, Rule, rule
 from hetero_constructs.core.violations import Violation
 
-TOPICS = (launchers, collectives, cluster, framework, api)
+TOPICS = (launchers, collectives, cluster, framework, api, values)
 _TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}
 RULES: tuple[Rule, ...] = tuple(sorted(REGISTRY, key=lambda r: _TOPIC_ORDER[r.topic]))
 

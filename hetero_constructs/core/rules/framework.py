@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from hetero_constructs.core import catalog
 from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.rules.base import Finding, rule
+from hetero_constructs.core.source_tree import scan
 
 _IMAGES = "SDK v2 image_uri_config/pytorch.json, tensorflow.json"
 _GZIP_SUFFIXES = (".tar.gz", ".tgz", ".gz")
@@ -173,11 +175,17 @@ def entry_point(context: RuleContext) -> Iterator[Finding]:
 
 @rule(
     "FW-SOURCE-DIR",
-    source="Training toolkit files.py download_and_extract (S3 object opened as tar mode r:gz)",
+    source="Training toolkit files.py download_and_extract (S3 object opened as tar mode r:gz); "
+    "SDK v2 fw_utils.tar_and_upload_dir (symbolic links followed)",
     example='source_dir: "examples/hetero_training"  (or s3://bucket/code/sourcedir.tar.gz)',
 )
 def source_dir(context: RuleContext) -> Iterator[Finding]:
-    """``source_dir`` is an existing local directory, or an S3 gzip tar object."""
+    """``source_dir`` is an existing local directory that can be packaged, or an S3 gzip tar.
+
+    Everything in a local directory is a regular file, a directory or a symbolic link to one:
+    no dangling link, no link loop, no link to a directory that contains it, no FIFO, socket or
+    device (the packaging never opens those: reading a FIFO would block the synth).
+    """
     value = context.spec.source_dir
     if value is None or not context.known(value):
         return
@@ -194,8 +202,38 @@ def source_dir(context: RuleContext) -> Iterator[Finding]:
     elif not os.path.isdir(value):
         yield Finding(
             "source_dir",
-            "The source directory does not exist.",
+            "The source directory does not exist."
+            if not os.path.lexists(value)
+            else "source_dir is not a directory.",
             value,
             "an existing local directory",
             "fix the path (a spec file's relative paths start at the file's folder)",
+        )
+    else:
+        yield from source_tree_findings(Path(value))
+
+
+# Problems of one source directory reported one by one, then counted.
+_LISTED_SOURCE_PROBLEMS = 10
+
+
+def source_tree_findings(root: Path, path: str = "source_dir") -> Iterator[Finding]:
+    """What in the directory ``root`` cannot be packaged (shared with the packaging)."""
+    problems = scan(root).problems
+    for problem in problems[:_LISTED_SOURCE_PROBLEMS]:
+        yield Finding(
+            path,
+            f"'{problem.relative}' in {root} is {problem.what}; it cannot be packaged.",
+            problem.relative,
+            "regular files, directories and symbolic links to them",
+            "remove it from the source directory, or point the link at a file",
+        )
+    if len(problems) > _LISTED_SOURCE_PROBLEMS:
+        more = len(problems) - _LISTED_SOURCE_PROBLEMS
+        yield Finding(
+            path,
+            f"... and {more} more entries of {root} that cannot be packaged.",
+            more,
+            "regular files, directories and symbolic links to them",
+            "clean up the source directory",
         )

@@ -1,0 +1,102 @@
+"""Values the API model's patterns let through: S3 bucket names and 32-bit integers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from hetero_constructs.core import service_model
+from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.fieldcheck import is_integer
+from hetero_constructs.core.rules.base import Finding, rule
+from hetero_constructs.core.rules.helpers import channel_path
+from hetero_constructs.core.s3_uri import BUCKET_NAME_RULES, S3Uri, bucket_name_problem
+
+_MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
+# Smithy's integer types, as botocore's model names them.
+_INTEGER_RANGES = {"integer": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+
+
+@rule(
+    "API-S3-BUCKET",
+    source="S3 user guide: general purpose bucket naming rules (the API's S3Uri pattern "
+    "takes any name)",
+    example='output_path: "s3://my-training-bucket/output"',
+)
+def bucket_names(context: RuleContext) -> Iterator[Finding]:
+    """Every ``s3://`` location names a general purpose bucket S3 allows.
+
+    Channels, output, checkpoints and an S3 ``source_dir``: 3 to 63 lowercase letters, digits,
+    dots and hyphens, beginning and ending with a letter or digit, no two adjacent dots, not an
+    IP address, none of the prefixes and suffixes S3 reserves (access point aliases, directory
+    and table buckets are not buckets the execution role's grants address). Token bucket names
+    are skipped.
+    """
+    spec = context.spec
+    locations: list[tuple[str, Any]] = [
+        (channel_path(c.name, "s3_uri"), c.s3_uri) for c in spec.channels
+    ]
+    locations += [
+        ("output_path", context.output_path),
+        ("checkpoint_s3_uri", spec.checkpoint_s3_uri),
+        ("source_dir", spec.source_dir),
+    ]
+    for path, uri in locations:
+        location = S3Uri.parse(uri) if isinstance(uri, str) else None
+        if location is None or not context.known(location.bucket):
+            continue
+        problem = bucket_name_problem(location.bucket)
+        if problem is not None:
+            yield Finding(
+                path,
+                f"'{location.bucket}' is not an S3 bucket name: {problem}.",
+                uri,
+                BUCKET_NAME_RULES,
+                "name the bucket as created in S3 (bucket names are lowercase)",
+            )
+
+
+# Fields whose API member has no narrower rule of its own (max_run: API-STOPPING, 1 s to
+# 28 days; max_retry_attempts: API-RESOURCES, the model's 1 to 30).
+_INTEGER_FIELDS = (
+    ("volume_size", "ResourceConfig.VolumeSizeInGB"),
+    ("max_wait", "StoppingCondition.MaxWaitTimeInSeconds"),
+)
+
+
+@rule(
+    "API-INT-RANGE",
+    source=f"{_MODEL} (integer members are 32-bit, long members 64-bit); botocore does not "
+    "check it",
+    example="volume_size: 100, instance_count: 2",
+)
+def integer_ranges(context: RuleContext) -> Iterator[Finding]:
+    """Instance counts, ``volume_size`` and ``max_wait`` fit the API's 32-bit integers.
+
+    ``max_run`` and ``max_retry_attempts`` have narrower bounds of their own (API-STOPPING,
+    API-RESOURCES). CDK number tokens are skipped.
+    """
+    spec = context.spec
+    fields: list[tuple[str, Any, str]] = [
+        (
+            f"instance_groups[{index}].instance_count",
+            group.instance_count,
+            "ResourceConfig.InstanceGroups[].InstanceCount",
+        )
+        for index, group in enumerate(spec.instance_groups)
+    ]
+    fields.append(("instance_count", spec.instance_count, "ResourceConfig.InstanceCount"))
+    fields += [(name, getattr(spec, name), member) for name, member in _INTEGER_FIELDS]
+    for path, value, member in fields:
+        if not context.known(value) or not is_integer(value):
+            continue
+        kind = service_model.shape_at(member).type_name
+        low, high = _INTEGER_RANGES[kind]
+        if not low <= value <= high:
+            yield Finding(
+                path,
+                f"The value does not fit the API's {kind} field {member}.",
+                value,
+                f"{low} to {high}",
+                f"set {path} to a realistic value",
+            )
