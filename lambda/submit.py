@@ -29,7 +29,7 @@ from hetero_constructs.core.naming import RunSlot, attempt_job_name
 from hetero_constructs.core.overrides import apply_overrides
 from hetero_constructs.core.plan import plan
 from hetero_constructs.core.spec_file import read_spec
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.core.violations import Violation, bounded
 
 TRANSIENT = frozenset(
     {
@@ -92,7 +92,9 @@ class InvalidOverrides(Exception):
 
 def prepare(event: dict[str, Any], name_of: Any) -> dict[str, Any]:
     """The attempt's request, named by ``name_of(prefix)``, or ``InvalidOverrides``."""
-    overridden = apply_overrides(event["spec"], event.get("input"))
+    overridden = apply_overrides(
+        event["spec"], event.get("input"), channel_prefixes=event.get("channelPrefixes")
+    )
     if overridden.violations:
         raise InvalidOverrides(overridden.violations)
     reading = read_spec(overridden.spec)
@@ -221,7 +223,8 @@ class Submission:
                     "TrainingJobStatus": None,
                     "SecondaryStatus": None,
                     "FailureReason": "The execution input breaks the spec; no job was created.",
-                    "violations": [v.to_dict() for v in invalid.violations[:50]],
+                    # Bounded, so that the cause fits Step Functions' 32 KB limit.
+                    "violations": [v.to_dict() for v in bounded(invalid.violations)],
                 },
             )
         name = name_holder[-1]

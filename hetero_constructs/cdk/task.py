@@ -420,6 +420,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             if c["ChannelName"] != "code"
         ]
         writes = [request["OutputDataConfig"]["S3OutputPath"]]
+        # Channel overrides may point only under what the role is granted to read.
+        self.channel_prefixes = list(reads)
         if spec.checkpoint_s3_uri:
             writes.append(spec.checkpoint_s3_uri)
             reads.append(spec.checkpoint_s3_uri)  # spot jobs resume from their checkpoints
@@ -591,6 +593,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             "deployment": deployment,
             "jobNamePrefix": self.job_name_prefix,
             "tokenTtlSeconds": _ttl(self.completion_timeout_seconds),
+            "channelPrefixes": self.channel_prefixes,
             "controlRoleArn": self.control_role.role_arn,
             "runnerId": self.runner.runner_id,
         }

@@ -230,7 +230,9 @@ class HeterogeneousTrainingJob(Construct):
 
     def check_overrides(self, overrides: Mapping[str, Any], what: str = "overrides") -> None:
         """Validate an execution input at synth, as the submit Lambda will at run time."""
-        overridden = apply_overrides(spec_to_dict(self.spec), overrides)
+        overridden = apply_overrides(
+            spec_to_dict(self.spec), overrides, channel_prefixes=self.task.channel_prefixes
+        )
         violations: list[Violation] = list(overridden.violations)
         if not violations:
             reading = read_spec(overridden.spec)

@@ -103,7 +103,12 @@ class InputCheck:
 def check_input(task: SubmitTask, execution_input: Any, execution_name: str) -> InputCheck:
     """Validate ``execution_input`` for ``task`` as the submit Lambda will."""
     payload = task.payload
-    overridden = apply_overrides(payload["spec"], execution_input)
+    prefixes = payload.get("channelPrefixes")
+    overridden = apply_overrides(
+        payload["spec"],
+        execution_input,
+        channel_prefixes=prefixes if isinstance(prefixes, list) else None,
+    )
     if overridden.violations:
         return InputCheck(task.state_name, None, None, overridden.violations)
     reading = read_spec(overridden.spec)

@@ -424,8 +424,9 @@ class LocalCloud:
             self.deliver_events()
             idle = not self.bus.pending() and not self.lambdas.running()
             running = self.training.running()
-            if idle:
-                # A job outlives the calls that started it: it ends once they are done.
+            if idle and not (stop_execution and not stopped):
+                # A job outlives the calls that started it: it ends once they are done (unless
+                # the run is to be stopped while its job runs).
                 for job in running:
                     if job in seen:
                         self.training.end(job)
