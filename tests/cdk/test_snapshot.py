@@ -28,3 +28,8 @@ def test_normalization_hides_only_asset_hashes(example: Synthesized) -> None:
     text = str(normalized_template(example.stack))
     assert "ASSET-HASH" in text
     assert "hetero-example" in text
+
+
+def test_pipeline_template(example: Synthesized, snapshot_json: Any) -> None:
+    pipeline = example.app.node.find_child("HeteroTrainingPipeline")
+    assert normalized_template(pipeline) == snapshot_json  # type: ignore[arg-type]
