@@ -7,7 +7,8 @@
   train -> create the SageMaker model -> register it in a model package group; a training
   failure is caught and notified.
 
-`make synth` synthesizes both with the CDK CLI; cdk-nag (AwsSolutions) checks them on every synth.
+`make synth` synthesizes both with the CDK CLI; cdk-nag (AwsSolutions and Serverless packs)
+checks them on every synth.
 """
 
 from __future__ import annotations
@@ -16,14 +17,16 @@ from pathlib import Path
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
-from cdk_nag import AwsSolutionsChecks
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
 from hetero_constructs import (
@@ -33,6 +36,7 @@ from hetero_constructs import (
     HeterogeneousTrainingTask,
     InstanceGroup,
     TrainingChannel,
+    TrainingRunner,
     TrainingSpec,
     bucket_uri,
 )
@@ -69,6 +73,17 @@ def example_spec(data: s3.IBucket) -> TrainingSpec:
     )
 
 
+def log_key(scope: Construct) -> kms.Key:
+    """The stack's key for its log groups (the runner lets CloudWatch Logs use it)."""
+    return kms.Key(
+        scope,
+        "LogKey",
+        enable_key_rotation=True,
+        description="Encrypts the training logs",
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+
+
 def data_bucket(scope: Construct) -> s3.IBucket:
     name = scope.node.try_get_context("data_bucket") or "example-training-data"
     return s3.Bucket.from_bucket_name(scope, "Data", name)
@@ -79,6 +94,8 @@ class HeteroTrainingStack(cdk.Stack):
 
     def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
+        # The runner's options come first: its log groups are encrypted with our key.
+        TrainingRunner(self, log_encryption_key=log_key(self))
         self.job = HeterogeneousTrainingJob(
             self, "Training", job_name_prefix="hetero-example", spec=example_spec(data_bucket(self))
         )
@@ -90,6 +107,8 @@ class HeteroTrainingPipelineStack(cdk.Stack):
     def __init__(self, scope: Construct, construct_id: str, **kwargs: object) -> None:
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         data = data_bucket(self)
+        self.log_key = log_key(self)
+        TrainingRunner(self, log_encryption_key=self.log_key)
         preprocess = self._preprocess_function(bucket_uri(data, "datasets/train/"))
         prepare = tasks.LambdaInvoke(
             self,
@@ -205,6 +224,7 @@ class HeteroTrainingPipelineStack(cdk.Stack):
                     self,
                     "PipelineLogs",
                     retention=logs.RetentionDays.ONE_YEAR,
+                    encryption_key=self.log_key,
                     removal_policy=cdk.RemovalPolicy.DESTROY,
                 ),
                 level=sfn.LogLevel.ALL,
@@ -228,6 +248,8 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             ),
             f"{iam5}[Resource::arn:<AWS::Partition>:s3:::example-training-data/training-output/"
             "hetero-pipeline-*]": "The model reads the artifacts of this pipeline's jobs only.",
+            "Serverless::Serverless-SQSRedrivePolicy": "PreprocessDeadLetters is itself a "
+            "dead-letter queue (of the preprocessing function).",
         }
         cdk.Validations.of(self).acknowledge(
             *(cdk.Acknowledgment(id=i, reason=r) for i, r in acknowledgments.items())
@@ -238,6 +260,7 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             self,
             "PreprocessLogs",
             retention=logs.RetentionDays.THREE_MONTHS,
+            encryption_key=self.log_key,
             removal_policy=cdk.RemovalPolicy.DESTROY,
         )
         role = iam.Role(
@@ -257,7 +280,15 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             log_group=log_group,
             tracing=lambda_.Tracing.ACTIVE,
             timeout=cdk.Duration.seconds(30),
+            memory_size=256,
             environment={"TRAINING_DATA_PREFIX": training_prefix},
+            dead_letter_queue=sqs.Queue(
+                self,
+                "PreprocessDeadLetters",
+                encryption=sqs.QueueEncryption.SQS_MANAGED,
+                enforce_ssl=True,
+                retention_period=cdk.Duration.days(14),
+            ),
         )
         depend_on_policy_only(function, role)  # cfn-lint W3005: the role is referenced anyway
         return function
@@ -269,7 +300,7 @@ def build_app(app: cdk.App | None = None) -> tuple[cdk.App, HeteroTrainingStack]
     env = cdk.Environment(region=app.node.try_get_context("region") or "us-west-2")
     stack = HeteroTrainingStack(app, "HeteroTrainingExample", env=env)
     HeteroTrainingPipelineStack(app, "HeteroTrainingPipeline", env=env)
-    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
     return app, stack
 
 

@@ -66,6 +66,11 @@ class Acknowledgments:
             self._entries[f"{IAM5}[Action::{action}]"] = reason
         return self
 
+    def finding(self, finding_id: str, reason: str) -> Acknowledgments:
+        """Any other finding, by its full id (``Serverless::Serverless-LambdaDLQ``)."""
+        self._entries[finding_id] = reason
+        return self
+
     def record(self) -> None:
         if self._entries:
             Validations.of(self._scope).acknowledge(

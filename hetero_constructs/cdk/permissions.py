@@ -233,6 +233,28 @@ def vpc_interfaces(arns: Arns, subnets: Sequence[str], groups: Sequence[str]) ->
     ]
 
 
+def allow_log_encryption(key: Any, arns: Arns) -> None:
+    """Let CloudWatch Logs use ``key`` for this account's log groups in this region.
+
+    Without this key-policy statement a log group encrypted with the key cannot be created.
+    Imported keys (``kms.Key.from_key_arn``) cannot be changed: their policy must allow it.
+    """
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            actions=[
+                "kms:Encrypt*",
+                "kms:Decrypt*",
+                "kms:ReEncrypt*",
+                "kms:GenerateDataKey*",
+                "kms:Describe*",
+            ],
+            principals=[iam.ServicePrincipal(f"logs.{arns.region}.amazonaws.com")],
+            resources=["*"],
+            conditions={"ArnLike": {"kms:EncryptionContext:aws:logs:arn": arns.log_group("*")}},
+        )
+    )
+
+
 def kms_use(key_arn: str, *, volume: bool) -> Statement:
     """Encrypt with a customer key: EBS volumes need grants, S3 output needs data keys."""
     actions = ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"]

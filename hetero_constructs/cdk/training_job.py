@@ -21,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from hetero_constructs.cdk import permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.task import (
     HeterogeneousTrainingTask,
@@ -183,6 +184,7 @@ class HeterogeneousTrainingJob(Construct):
         self.task.add_catch(failed, errors=["States.ALL"])
         definition = self.task.next(sfn.Succeed(self, "Training completed"))
         if log_key is not None:
+            permissions.allow_log_encryption(log_key, self.task.arns)
             log_group: logs.ILogGroup = logs.LogGroup(
                 self,
                 "StateMachineLogs",

@@ -347,3 +347,25 @@ def test_a_bundled_helper_copy_wins_and_names_stay_unique(tmp_path: Path) -> Non
         assert helper is not None and helper.read() == b"# my copy\n"
     with pytest.raises(ValueError, match="same files"):
         tar_gz_bytes({"": code, "hetero_runtime": code / "hetero_runtime"})
+
+
+def test_log_encryption_key_and_execution_data() -> None:
+    scope = stack()
+    key = kms.Key(scope, "LogKey", enable_key_rotation=True)
+    HeterogeneousTrainingJob(
+        scope, "Job", spec=spec(), log_encryption_key=key, include_execution_data=True
+    )
+    template = Template.from_stack(scope).to_json()
+    (machine,) = resources(template, "AWS::StepFunctions::StateMachine").values()
+    logging = machine["Properties"]["LoggingConfiguration"]
+    assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is True
+    groups = resources(template, "AWS::Logs::LogGroup")
+    (own,) = [g for k, g in groups.items() if k.startswith("JobStateMachineLogs")]
+    assert own["Properties"]["KmsKeyId"] == {
+        "Fn::GetAtt": [next(iter(resources(template, "AWS::KMS::Key"))), "Arn"]
+    }
+    (key_resource,) = resources(template, "AWS::KMS::Key").values()
+    statements = key_resource["Properties"]["KeyPolicy"]["Statement"]
+    (logs_statement,) = [s for s in statements if "Service" in s.get("Principal", {})]
+    assert logs_statement["Principal"]["Service"] == "logs.us-west-2.amazonaws.com"
+    assert "kms:GenerateDataKey*" in logs_statement["Action"]

@@ -35,8 +35,9 @@ def test_the_pipeline_registers_the_trained_model(cloud: tuple[LocalCloud, str])
     assert output["training"]["TrainingJobName"] == name
     sagemaker = boto3.client("sagemaker")
     model = sagemaker.describe_model(ModelName=name)
-    assert model["PrimaryContainer"]["ModelDataUrl"] == (
-        output["training"]["ModelArtifacts"]["S3ModelArtifacts"]
+    assert (
+        model["PrimaryContainer"]["ModelDataUrl"]
+        == (output["training"]["ModelArtifacts"]["S3ModelArtifacts"])
     )
     packages = sagemaker.list_model_packages(ModelPackageGroupName="hetero-example-models")
     (package,) = packages["ModelPackageSummaryList"]
@@ -52,7 +53,5 @@ def test_a_training_failure_is_notified(cloud: tuple[LocalCloud, str]) -> None:
     assert result.error == TrainingErrors.TRAINING_FAILED
     sagemaker = boto3.client("sagemaker")
     assert sagemaker.list_models()["Models"] == []
-    published = [
-        e for e in local.history(result.execution_arn) if e["type"] == "TaskSucceeded"
-    ]
+    published = [e for e in local.history(result.execution_arn) if e["type"] == "TaskSucceeded"]
     assert any("sns" in json.dumps(e, default=str) for e in published)
