@@ -14,6 +14,7 @@ from hetero_constructs.core import (
     Deployment,
     DistributedTraining,
     Framework,
+    InstanceFallback,
     InstanceGroup,
     Launcher,
     LauncherConfig,
@@ -42,6 +43,7 @@ _LAZY: dict[str, str] = {
     "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.cdk.training_job",
     "HeterogeneousTrainingTask": "hetero_constructs.cdk.task",
+    "CapacityRetry": "hetero_constructs.cdk.task",
     "enable_deployability_checks": "hetero_constructs.cdk.deployability",
     "TrainingRunner": "hetero_constructs.cdk.runner",
     "bucket_uri": "hetero_constructs.cdk.permissions",
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     )
     from hetero_constructs.cdk.permissions import bucket_uri as bucket_uri
     from hetero_constructs.cdk.runner import TrainingRunner as TrainingRunner
+    from hetero_constructs.cdk.task import CapacityRetry as CapacityRetry
     from hetero_constructs.cdk.task import HeterogeneousTrainingTask as HeterogeneousTrainingTask
     from hetero_constructs.cdk.testing import normalized_template as normalized_template
     from hetero_constructs.cdk.training_job import (
@@ -75,6 +78,7 @@ __all__ = [
     "Deployment",
     "DistributedTraining",
     "Framework",
+    "InstanceFallback",
     "InstanceGroup",
     "Launcher",
     "LauncherConfig",

@@ -23,7 +23,7 @@ import outcome
 import token_store
 from botocore.exceptions import ClientError
 
-from hetero_constructs.core import lifecycle
+from hetero_constructs.core import lifecycle, variants
 from hetero_constructs.core.context import Deployment
 from hetero_constructs.core.naming import RunSlot, attempt_job_name
 from hetero_constructs.core.overrides import apply_overrides
@@ -90,8 +90,9 @@ class InvalidOverrides(Exception):
         self.violations = list(violations)
 
 
-def prepare(event: dict[str, Any], name_of: Any) -> dict[str, Any]:
-    """The attempt's request, named by ``name_of(prefix)``, or ``InvalidOverrides``."""
+def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict[str, Any], int]:
+    """The attempt's request (and the variant it runs), named by ``name_of(prefix)``, or
+    ``InvalidOverrides``. ``variant``: how many capacity failures the slot had so far."""
     overridden = apply_overrides(
         event["spec"], event.get("input"), channel_prefixes=event.get("channelPrefixes")
     )
@@ -104,10 +105,11 @@ def prepare(event: dict[str, Any], name_of: Any) -> dict[str, Any]:
     if overridden.job_name_prefix:
         prefix = f"{prefix}-{overridden.job_name_prefix}"
     deployment = Deployment(job_name=name_of(prefix), **event["deployment"])
-    result = plan(reading.spec, deployment)
+    chosen = variants.variant(reading.spec, variant)
+    result = plan(reading.spec, deployment, variant=chosen.index)
     if result.request is None:
         raise InvalidOverrides([*reading.violations, *result.violations])
-    return result.request
+    return result.request, chosen.index
 
 
 def _marker_tags(run: Run, attempt: int) -> dict[str, str]:
@@ -206,7 +208,6 @@ class Submission:
                 return resumed
         attempt = run.retry_count
         failures = previous.capacity_failures if previous else 0
-        variant = 0
         name_holder: list[str] = []
 
         def name_of(prefix: str) -> str:
@@ -214,7 +215,8 @@ class Submission:
             return name_holder[-1]
 
         try:
-            request = prepare(self.event, name_of)
+            # Each capacity failure so far moves the run to the next fallback variant.
+            request, variant = prepare(self.event, name_of, failures)
         except InvalidOverrides as invalid:
             return self.fail(
                 lifecycle.Errors.INVALID_OVERRIDES,

@@ -56,6 +56,9 @@ def create_training_job(
     required = {name: "true" for name, value in flags.items() if value}
     if required:
         conditions["Bool"] = required
+    keep_alive = resources.get("KeepAlivePeriodInSeconds")
+    if keep_alive is not None:
+        conditions["NumericLessThanEquals"]["sagemaker:KeepAlivePeriod"] = keep_alive
     if runner_id is not None:
         # Every job carries its runner's tag: the event rule routes its end by it.
         conditions["StringEquals"] = {f"aws:RequestTag/{lifecycle.TAG_RUNNER}": runner_id}

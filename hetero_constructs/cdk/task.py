@@ -30,7 +30,7 @@ from hetero_constructs.cdk import conditions, nag, permissions
 from hetero_constructs.cdk.packaging import source_bundle
 from hetero_constructs.cdk.runner import TrainingRunner, at_synth
 from hetero_constructs.cdk.tokens import is_token
-from hetero_constructs.core import catalog, lifecycle
+from hetero_constructs.core import catalog, lifecycle, variants
 from hetero_constructs.core.context import Deployment, RuleContext
 from hetero_constructs.core.naming import sanitize_name
 from hetero_constructs.core.plan import plan
@@ -83,6 +83,36 @@ _TASK_FIELDS = frozenset(
         "outputs",
     }
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityRetry:
+    """Retry a training task that found no capacity: a new job per attempt, next fallback first.
+
+    Only ``HeteroTraining.CapacityError`` and ``HeteroTraining.ResourceLimitExceeded`` are
+    retried - never a training failure or invalid overrides. Each retry creates a fresh job
+    (its name includes the attempt) on the next fallback variant of the instance groups.
+    """
+
+    #: Retries after the first attempt.
+    max_attempts: int = 3
+    #: Wait before the first retry; multiplied by ``backoff_rate`` each time.
+    interval: Duration = dataclasses.field(default_factory=lambda: Duration.minutes(5))
+    backoff_rate: float = 2.0
+    #: The longest wait between two attempts.
+    max_delay: Duration | None = dataclasses.field(default_factory=lambda: Duration.hours(1))
+    #: Full jitter: many runs that failed together do not all retry together.
+    jitter: bool = True
+
+    def delays_seconds(self) -> list[int]:
+        """The waits before each retry, as configured (jitter only shortens them)."""
+        first = int(self.interval.to_seconds())
+        cap = int(self.max_delay.to_seconds()) if self.max_delay else None
+        delays = []
+        for attempt in range(self.max_attempts):
+            delay = int(first * self.backoff_rate**attempt)
+            delays.append(min(delay, cap) if cap is not None else delay)
+        return delays
 
 
 @functools.cache
@@ -173,6 +203,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         completion_margin: Duration | None = None,
         overrides: sfn.TaskInput | None = None,
         job_key: str | None = None,
+        capacity_retry: CapacityRetry | None = None,
         comment: str | None = None,
         state_name: str | None = None,
         query_language: sfn.QueryLanguage | None = None,
@@ -201,6 +232,9 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         :param job_key: a path or expression whose value tells parallel entries of this state
             apart when they may start in the same millisecond (e.g. the item index of an inline
             Map, passed in through its ItemSelector). Default: none.
+        :param capacity_retry: retry capacity failures (``CapacityRetry()`` for the defaults),
+            each attempt on the next fallback of the instance groups. Default: none (the
+            construct's own state machine retries by default).
         """
         self._own_query_language = query_language
         self._rendered_fields = {
@@ -261,7 +295,27 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             max_attempts=6,
             jitter_strategy=sfn.JitterType.FULL,
         )
+        self.capacity_retry = capacity_retry
+        if capacity_retry is not None:
+            self.add_retry(
+                errors=list(lifecycle.Errors.CAPACITY_RETRYABLE),
+                interval=capacity_retry.interval,
+                backoff_rate=capacity_retry.backoff_rate,
+                max_attempts=capacity_retry.max_attempts,
+                max_delay=capacity_retry.max_delay,
+                jitter_strategy=sfn.JitterType.FULL if capacity_retry.jitter else None,
+            )
         self.node.add_validation(_InStateMachine(self))
+
+    @property
+    def longest_run_seconds(self) -> int | None:
+        """How long an entry of the task may take with every capacity retry (None: a token)."""
+        timeout = self.completion_timeout_seconds
+        if not isinstance(timeout, int):
+            return None
+        retry = self.capacity_retry
+        attempts = 1 + (retry.max_attempts if retry else 0)
+        return attempts * timeout + sum(retry.delays_seconds() if retry else [])
 
     @classmethod
     def from_spec_file(
@@ -527,11 +581,18 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         """What the control role may do: this prefix's jobs, the role, its state machines."""
         jobs = self.arns.training_jobs(self.job_name_prefix)
         machines = self.runner.containing_state_machines(self)
+        # A training plan's reserved capacity is used by naming the plan (SageMaker developer
+        # guide, "IAM for SageMaker training plans": the plan user role).
+        plan_arn = self.request["ResourceConfig"].get("TrainingPlanArn")
         statements = [
             permissions.allow(
                 ["sagemaker:CreateTrainingJob"],
-                [jobs],
-                conditions.create_training_job(self.request, runner_id=self.runner.runner_id),
+                [jobs, *([plan_arn] if plan_arn else [])],
+                conditions.create_training_job(
+                    self.request,
+                    types=variants.instance_types(self.spec),
+                    runner_id=self.runner.runner_id,
+                ),
             ),
             permissions.allow(
                 [
@@ -548,6 +609,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
                 {"StringEquals": {"iam:PassedToService": permissions.SAGEMAKER}},
             ),
         ]
+        if plan_arn:
+            statements.append(permissions.allow(["sagemaker:DescribeTrainingPlan"], [plan_arn]))
         if machines:
             statements += [
                 permissions.allow(

@@ -24,6 +24,7 @@ from constructs import Construct
 from hetero_constructs.cdk import permissions
 from hetero_constructs.cdk.hygiene import depend_on_policy_only
 from hetero_constructs.cdk.task import (
+    CapacityRetry,
     HeterogeneousTrainingTask,
     default_job_name_prefix,
     spec_from_file,
@@ -38,6 +39,7 @@ from hetero_constructs.core.spec_file import read_spec, spec_to_dict
 from hetero_constructs.core.violations import SpecValidationError, Violation
 
 _TASK_ID = "Task"
+DEFAULT_CAPACITY_RETRY = CapacityRetry()
 _STATE_NAME = "Run training job"
 
 
@@ -70,6 +72,7 @@ class HeterogeneousTrainingJob(Construct):
         schedule: events.Schedule | None = None,
         schedule_input: Mapping[str, Any] | None = None,
         alarm_topic: sns.ITopic | None = None,
+        capacity_retry: CapacityRetry | None = DEFAULT_CAPACITY_RETRY,
     ) -> None:
         """
         :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
@@ -88,6 +91,9 @@ class HeterogeneousTrainingJob(Construct):
         :param schedule: start executions on this schedule, with ``schedule_input`` as input.
         :param schedule_input: the execution input (overrides) of scheduled runs.
         :param alarm_topic: SNS topic for the alarm on failed, timed-out and aborted executions.
+        :param capacity_retry: retries on capacity and resource-limit failures, each on the next
+            fallback of the instance groups; ``None`` turns them off. Default: 3 retries, 5
+            minutes doubling, at most an hour apart.
         """
         super().__init__(scope, construct_id)
         self.path: str = self.node.path
@@ -114,6 +120,7 @@ class HeterogeneousTrainingJob(Construct):
             else sfn.TaskInput.from_json_path_at("$"),
             query_language=self.query_language,
             state_name=_STATE_NAME,
+            capacity_retry=capacity_retry,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
         self.runner = self.task.runner
@@ -195,7 +202,9 @@ class HeterogeneousTrainingJob(Construct):
             )
         else:
             log_group = self.runner.state_machine_logs
-        timeout = self.task.completion_timeout_seconds
+        # A run that is retrying for capacity is not timed out: the whole run may take every
+        # attempt, every wait between them, and an hour for the submissions.
+        longest = self.task.longest_run_seconds
         state_machine = sfn.StateMachine(
             self,
             "Resource",
@@ -204,7 +213,7 @@ class HeterogeneousTrainingJob(Construct):
             role=self.runner.state_machine_role,
             query_language=self.query_language,
             # The whole run may not outlast the wait by more than an hour (stuck submissions).
-            timeout=Duration.seconds(timeout + 3600) if isinstance(timeout, int) else None,
+            timeout=Duration.seconds(longest + 3600) if longest is not None else None,
             tracing_enabled=True,
             logs=sfn.LogOptions(
                 destination=log_group,

@@ -9,6 +9,7 @@ from hetero_constructs.core.plan import Plan, build_request, plan, validate
 from hetero_constructs.core.spec import (
     DistributedTraining,
     Framework,
+    InstanceFallback,
     InstanceGroup,
     Launcher,
     LauncherConfig,
@@ -28,6 +29,7 @@ __all__ = [
     "Deployment",
     "DistributedTraining",
     "Framework",
+    "InstanceFallback",
     "InstanceGroup",
     "Launcher",
     "LauncherConfig",

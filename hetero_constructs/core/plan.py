@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hetero_constructs.core import variants
 from hetero_constructs.core.context import Deployment, RuleContext, TokenPredicate, never_a_token
 from hetero_constructs.core.rules import run_rules
 from hetero_constructs.core.spec import SmddpCollective, TrainingSpec
@@ -43,10 +44,30 @@ def plan(
     deployment: Deployment | None = None,
     *,
     is_token: TokenPredicate = never_a_token,
+    variant: int | None = None,
 ) -> Plan:
-    """Run every rule; return the request only when none is broken."""
-    context = RuleContext(spec, deployment, is_token)
-    violations = tuple(run_rules(context))
+    """Run every rule; return the request only when none is broken.
+
+    Without ``variant``, the request is the declared spec's and every fallback variant is
+    validated too (their violations name the fallback). With ``variant``, that variant's
+    request, validated alone (a run moving to a fallback after a capacity failure).
+    """
+    chosen = variants.variant(spec, variant or 0)
+    context = RuleContext(chosen.spec, deployment, is_token)
+    found = run_rules(context)
+    if variant is None:
+        seen = {(v.rule, v.path, v.problem) for v in found}
+        for index in range(1, variants.variant_count(spec)):
+            other = variants.variant(spec, index)
+            other_context = RuleContext(other.spec, deployment, is_token)
+            for violation in run_rules(other_context):
+                named = variants.name_the_fallback(violation, other)
+                key = (named.rule, named.path, named.problem)
+                if (violation.rule, violation.path, violation.problem) in seen or key in seen:
+                    continue
+                seen.add(key)
+                found.append(named)
+    violations = tuple(found)
     return Plan(None if violations else context.request, violations, context)
 
 

@@ -75,18 +75,61 @@ class SmddpCollective(StrEnum):
 
 @checked_constructor
 @dataclass(frozen=True)
-class InstanceGroup:
-    """A named set of identical instances in a heterogeneous cluster."""
+class InstanceFallback:
+    """Another instance type (and count) for a group, for when SageMaker has no capacity."""
 
-    name: str
     instance_type: str
     instance_count: int = 1
 
     def __post_init__(self) -> None:
+        check = FieldChecker("InstanceFallback")
+        check.string("instance_type", self.instance_type)
+        check.integer("instance_count", self.instance_count)
+        check.done()
+
+
+def _fallbacks(value: Any, count: Any) -> Any:
+    """``("ml.p4d.24xlarge", 4)`` pairs and bare types (the group's count) as fallbacks."""
+    value = as_tuple(value)
+    if not isinstance(value, tuple):
+        return value
+    items: list[Any] = []
+    for item in value:
+        if isinstance(item, str):
+            item = InstanceFallback(item, count)
+        elif isinstance(item, tuple | list) and len(item) == 2:
+            item = InstanceFallback(*item)
+        items.append(item)
+    return tuple(items)
+
+
+@checked_constructor
+@dataclass(frozen=True)
+class InstanceGroup:
+    """A named set of identical instances in a heterogeneous cluster.
+
+    ``fallbacks`` are tried in order when a job fails for capacity (``CapacityError``, or
+    ``ResourceLimitExceeded`` at creation): ``[("ml.p4de.24xlarge", 2), ("ml.p4d.24xlarge", 4)]``.
+    Every variant they produce is validated with every rule.
+    """
+
+    name: str
+    instance_type: str
+    instance_count: int = 1
+    fallbacks: Sequence[InstanceFallback | tuple[str, int] | str] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fallbacks", _fallbacks(self.fallbacks, self.instance_count))
         check = FieldChecker("InstanceGroup")
         check.string("name", self.name)
         check.string("instance_type", self.instance_type)
         check.integer("instance_count", self.instance_count)
+        check.tuple_of(
+            "fallbacks",
+            self.fallbacks,
+            InstanceFallback,
+            "a list of InstanceFallback, (instance type, count) pairs or instance types",
+        )
         check.done()
 
 
@@ -426,6 +469,10 @@ class TrainingSpec:
     checkpoint_local_path: str | None = None
     max_retry_attempts: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: Reserved capacity (ResourceConfig.TrainingPlanArn).
+    training_plan_arn: str | None = None
+    #: Warm pool (ResourceConfig.KeepAlivePeriodInSeconds); homogeneous, on-demand jobs only.
+    keep_alive_period_in_seconds: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("instance_groups", "channels", "metric_definitions", "subnets"):
@@ -456,10 +503,16 @@ class TrainingSpec:
             "output_kms_key",
             "checkpoint_s3_uri",
             "checkpoint_local_path",
+            "training_plan_arn",
         ):
             check.string(name, getattr(self, name), optional=True)
         check.string("input_mode", self.input_mode)
-        for name in ("instance_count", "max_wait", "max_retry_attempts"):
+        for name in (
+            "instance_count",
+            "max_wait",
+            "max_retry_attempts",
+            "keep_alive_period_in_seconds",
+        ):
             check.integer(name, getattr(self, name), optional=True)
         for name in ("volume_size", "max_run", "container_log_level"):
             check.integer(name, getattr(self, name))

@@ -32,6 +32,7 @@ from hetero_constructs.core.fieldcheck import (
 from hetero_constructs.core.spec import (
     DistributedTraining,
     Framework,
+    InstanceFallback,
     InstanceGroup,
     Launcher,
     LauncherConfig,
@@ -140,6 +141,8 @@ _SCALARS = (
     "checkpoint_s3_uri",
     "checkpoint_local_path",
     "max_retry_attempts",
+    "training_plan_arn",
+    "keep_alive_period_in_seconds",
 )
 _TOP_LEVEL = frozenset(
     (
@@ -157,7 +160,8 @@ _TOP_LEVEL = frozenset(
         "metric_definitions",
     )
 )
-_GROUP_KEYS = frozenset({"name", "instance_type", "instance_count"})
+_GROUP_KEYS = frozenset({"name", "instance_type", "instance_count", "fallbacks"})
+_FALLBACK_KEYS = frozenset({"instance_type", "instance_count"})
 _CHANNEL_KEYS = frozenset(
     {
         "s3_uri",
@@ -375,10 +379,35 @@ def _groups(reader: _Reader, value: Any) -> tuple[InstanceGroup, ...]:
             )
         if isinstance(raw, Mapping) and not missing:
             known = {key: value for key, value in item.items() if key in _GROUP_KEYS}
+            if "fallbacks" in known:
+                known["fallbacks"] = _fallbacks(reader, f"{path}.fallbacks", known["fallbacks"])
             group = reader.build(path, InstanceGroup, **known)
             if group is not None:
                 groups.append(group)
     return tuple(groups)
+
+
+def _fallbacks(reader: _Reader, path: str, value: Any) -> tuple[InstanceFallback, ...]:
+    """``[{"instance_type": ..., "instance_count": ...}, ...]``: tried in order on capacity."""
+    fallbacks = []
+    for index, raw in enumerate(reader.sequence(path, value)):
+        item_path = f"{path}[{index}]"
+        item = reader.mapping(item_path, raw, _FALLBACK_KEYS)
+        if "instance_type" not in item:
+            reader.problem(
+                REQUIRED_RULE,
+                f"{item_path}.instance_type",
+                "A fallback needs 'instance_type'.",
+                None,
+                "instance_type, instance_count",
+                "add 'instance_type'",
+            )
+            continue
+        known = {key: value for key, value in item.items() if key in _FALLBACK_KEYS}
+        fallback = reader.build(item_path, InstanceFallback, **known)
+        if fallback is not None:
+            fallbacks.append(fallback)
+    return tuple(fallbacks)
 
 
 def _channels(reader: _Reader, value: Any) -> tuple[TrainingChannel, ...]:
@@ -879,10 +908,7 @@ def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:
         if value is not None and (required or value != getattr(defaults, name)):
             data[name] = value.value if isinstance(value, Framework) else value
     if spec.instance_groups:
-        data["instance_groups"] = [
-            {"name": g.name, "instance_type": g.instance_type, "instance_count": g.instance_count}
-            for g in spec.instance_groups
-        ]
+        data["instance_groups"] = [_group_to_dict(g) for g in spec.instance_groups]
     if spec.channels:
         data["channels"] = {c.name: _channel_to_dict(c) for c in spec.channels}
     if spec.distribution is not None:
@@ -899,6 +925,21 @@ def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:
     if spec.metric_definitions:
         data["metric_definitions"] = [
             {"Name": m.name, "Regex": m.regex} for m in spec.metric_definitions
+        ]
+    return data
+
+
+def _group_to_dict(group: InstanceGroup) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "name": group.name,
+        "instance_type": group.instance_type,
+        "instance_count": group.instance_count,
+    }
+    if group.fallbacks:
+        data["fallbacks"] = [
+            {"instance_type": f.instance_type, "instance_count": f.instance_count}
+            for f in group.fallbacks
+            if isinstance(f, InstanceFallback)
         ]
     return data
 

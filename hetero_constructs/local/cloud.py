@@ -91,6 +91,8 @@ class LocalCloud:
     def __init__(self, region: str | None = None) -> None:
         self.region = region or "us-west-2"
         self._region_fixed = region is not None
+        #: Retry waits (capacity retries wait minutes) are recorded and slept at most 0.05 s.
+        self.retry_waits = moto_gaps.RetryWaits(cap=0.05)
         self.account = DEFAULT_ACCOUNT
         self.state_machines: list[str] = []  # ARNs, in template order, once deployed
         self.definitions: dict[str, Any] = {}  # the definitions as deployed, by ARN
@@ -128,7 +130,7 @@ class LocalCloud:
         )
         moto_gaps.quiet_interpreter(self._stack)
         patches = moto_gaps.Patches(self._stack)
-        moto_gaps.install(patches, self._on_execution_status)
+        moto_gaps.install(patches, self._on_execution_status, self.retry_waits)
         self.training.install(patches)
         self._patch_lambda(patches)
         self._scratch = Path(self._stack.enter_context(scratch_folder()))

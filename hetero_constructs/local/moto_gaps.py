@@ -75,9 +75,37 @@ def aws_timestamp(moment: datetime.datetime) -> str:
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
-def install(patches: Patches, on_status: StatusListener) -> None:
+class RetryWaits:
+    """The waits ``Retry`` asked for (recorded), slept compressed: a local run of a 5-minute
+    backoff takes ``cap`` seconds, and the requested seconds stay visible to tests."""
+
+    def __init__(self, cap: float) -> None:
+        self.cap = cap
+        self.requested: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.requested.append(seconds)
+        import time
+
+        time.sleep(min(seconds, self.cap))
+
+
+def _compressed_retries(patches: Patches, waits: RetryWaits) -> None:
+    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+    class _Time:
+        sleep = staticmethod(waits.sleep)
+
+    patches.replace(retrier_decl, "time", _Time)
+
+
+def install(
+    patches: Patches, on_status: StatusListener, retry_waits: RetryWaits | None = None
+) -> None:
     """Fill every Step Functions gap listed in this module's docstring."""
     report = _StatusReporter(on_status)
+    if retry_waits is not None:
+        _compressed_retries(patches, retry_waits)
     _jsonata(patches)
     _service_normalisation(patches)
     _nested_executions(patches)

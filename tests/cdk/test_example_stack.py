@@ -100,7 +100,9 @@ def test_state_machine_logging_tracing_timeouts_retries(example: Synthesized) ->
     (definition,) = definitions(example.template).values()
     task = definition["States"]["Run training job"]
     assert task["TimeoutSeconds"] == 4 * 3600 + 6 * 3600  # max_run + completion margin
-    assert definition["TimeoutSeconds"] == task["TimeoutSeconds"] + 3600
+    # Every capacity attempt (1 + 3 retries), the waits between them (5, 10, 20 min), an hour.
+    attempts = 4 * task["TimeoutSeconds"] + (300 + 600 + 1200)
+    assert definition["TimeoutSeconds"] == attempts + 3600
     retried = {error for retry in task["Retry"] for error in retry["ErrorEquals"]}
     assert {"Lambda.TooManyRequestsException", "HeteroTraining.Throttled"} <= retried
     assert all(retry["BackoffRate"] == 2 for retry in task["Retry"])

@@ -268,6 +268,13 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         [{"instance_type": "ml.c5.xlarge"}, spec_dict(HOMOGENEOUS, {"instance_count": DELETE})],
         [spec_dict(HOMOGENEOUS)],
     ),
+    "HC-WARM-POOL": (
+        [
+            {"keep_alive_period_in_seconds": 600},  # with the base spec's instance groups
+            spec_dict(HOMOGENEOUS, {"keep_alive_period_in_seconds": 7200}),
+        ],
+        [spec_dict(HOMOGENEOUS, {"keep_alive_period_in_seconds": 3600})],
+    ),
     "HC-GROUP-COUNT": (
         [
             {

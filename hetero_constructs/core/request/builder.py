@@ -111,6 +111,10 @@ def _resources(context: RuleContext) -> dict[str, Any]:
     resources["VolumeSizeInGB"] = _integer(context, spec.volume_size)
     if spec.volume_kms_key:
         resources["VolumeKmsKeyId"] = spec.volume_kms_key
+    if spec.training_plan_arn:
+        resources["TrainingPlanArn"] = spec.training_plan_arn
+    if spec.keep_alive_period_in_seconds is not None:
+        resources["KeepAlivePeriodInSeconds"] = _integer(context, spec.keep_alive_period_in_seconds)
     return resources
 
 

@@ -318,3 +318,50 @@ def channel_group_limit(context: RuleContext) -> Iterator[Finding]:
                 "each group name once",
                 "remove the repeated names",
             )
+
+
+_WARM_POOLS = (
+    "SageMaker developer guide, train-warm-pools (Considerations): warm pools 'cannot be used "
+    "with heterogeneous cluster training', 'cannot be used with spot instances', and are "
+    "'limited to a KeepAlivePeriodInSeconds value of 3600 seconds' (the API model allows 21600); "
+    "Terraform's aws_sagemaker_training_job documents the same conflict"
+)
+MAX_KEEP_ALIVE_SECONDS = 3600
+
+
+@rule(
+    "HC-WARM-POOL",
+    source=_WARM_POOLS,
+    example="instance_type: ml.g5.2xlarge, instance_count: 1, keep_alive_period_in_seconds: 1800",
+)
+def warm_pool(context: RuleContext) -> Iterator[Finding]:
+    """A warm pool (keep_alive_period_in_seconds) is for homogeneous on-demand jobs, at most 1 h."""
+    spec = context.spec
+    keep_alive = spec.keep_alive_period_in_seconds
+    if keep_alive is None or not context.known(keep_alive):
+        return
+    path = "keep_alive_period_in_seconds"
+    if spec.instance_groups:
+        yield Finding(
+            path,
+            "Warm pools cannot be used with heterogeneous clusters (instance_groups).",
+            keep_alive,
+            "no keep_alive_period_in_seconds with instance_groups",
+            "remove keep_alive_period_in_seconds, or train on one instance type",
+        )
+    if spec.use_spot_instances:
+        yield Finding(
+            path,
+            "Warm pools cannot be used with spot instances.",
+            keep_alive,
+            "no keep_alive_period_in_seconds with use_spot_instances",
+            "remove keep_alive_period_in_seconds, or train on demand",
+        )
+    if is_integer(keep_alive) and not 0 <= keep_alive <= MAX_KEEP_ALIVE_SECONDS:
+        yield Finding(
+            path,
+            "A warm pool is kept at most one hour.",
+            keep_alive,
+            f"0 to {MAX_KEEP_ALIVE_SECONDS} seconds",
+            f"use at most {MAX_KEEP_ALIVE_SECONDS}",
+        )
