@@ -19,6 +19,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import Aws, Duration, Token
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
@@ -176,6 +177,7 @@ class _InStateMachine:
         ]
 
 
+@jsii.implements(ec2.IConnectable)
 class HeterogeneousTrainingTask(sfn.TaskStateBase):
     """A Step Functions task that runs one SageMaker training job to its end.
 
@@ -204,6 +206,9 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         overrides: sfn.TaskInput | None = None,
         job_key: str | None = None,
         capacity_retry: CapacityRetry | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
         comment: str | None = None,
         state_name: str | None = None,
         query_language: sfn.QueryLanguage | None = None,
@@ -235,6 +240,11 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         :param capacity_retry: retry capacity failures (``CapacityRetry()`` for the defaults),
             each attempt on the next fallback of the instance groups. Default: none (the
             construct's own state machine retries by default).
+        :param vpc: run the jobs in this VPC (the raw ``subnets`` / ``security_group_ids`` of
+            the spec keep working instead).
+        :param vpc_subnets: which of its subnets; default: the private ones.
+        :param security_groups: the jobs' security groups; by default one is created that lets
+            the instances of a job reach each other (distributed training needs it).
         """
         self._own_query_language = query_language
         self._rendered_fields = {
@@ -267,6 +277,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         self._overrides = overrides
         self._job_key = job_key
         spec = self._with_keys(spec, volume_encryption_key, output_encryption_key)
+        spec = self._with_network(spec, vpc, vpc_subnets, security_groups)
         role = role or self._spec_role(spec)
         self.code_asset = self._code_asset(spec, include_runtime_helper)
         self.role: iam.IRole = role or self._execution_role()
@@ -385,6 +396,65 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         if output is not None:
             spec = dataclasses.replace(spec, output_kms_key=output.key_arn)
         return spec
+
+    def _with_network(
+        self,
+        spec: TrainingSpec,
+        vpc: ec2.IVpc | None,
+        selection: ec2.SubnetSelection | None,
+        groups: Sequence[ec2.ISecurityGroup] | None,
+    ) -> TrainingSpec:
+        """CDK's network objects as the spec's subnet and security-group ids."""
+        self._connections = ec2.Connections(security_groups=list(groups or []))
+        if vpc is None:
+            if selection is not None or groups:
+                raise ValueError(
+                    f"{self.path}: vpc_subnets or security_groups are given without a vpc. "
+                    "Fix: pass vpc=... too (or the spec's subnets and security_group_ids)."
+                )
+            return spec
+        if spec.subnets or spec.security_group_ids:
+            raise ValueError(
+                f"{self.path}: both vpc and the spec's subnets/security_group_ids are given. "
+                "Allowed: one of the two. Fix: drop the spec's ids or the vpc props."
+            )
+        selection = selection or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        chosen = vpc.select_subnets(
+            **{
+                key: getattr(selection, key)
+                for key in (
+                    "availability_zones",
+                    "one_per_az",
+                    "subnet_filters",
+                    "subnet_group_name",
+                    "subnet_type",
+                    "subnets",
+                )
+                if getattr(selection, key) is not None
+            }
+        )
+        if not groups:
+            group = ec2.SecurityGroup(
+                self,
+                "SecurityGroup",
+                vpc=vpc,
+                description=f"Training jobs of {self.path}",
+                allow_all_outbound=True,
+            )
+            # The instances of a distributed job talk to each other on every port (NCCL, MPI).
+            group.add_ingress_rule(group, ec2.Port.all_traffic(), "between the job's instances")
+            groups = [group]
+        self._connections = ec2.Connections(security_groups=list(groups))
+        return dataclasses.replace(
+            spec,
+            subnets=tuple(chosen.subnet_ids),
+            security_group_ids=tuple(g.security_group_id for g in groups),
+        )
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The jobs' security groups (``task.connections.allow_to(database, ...)``)."""
+        return self._connections
 
     def _spec_role(self, spec: TrainingSpec) -> iam.IRole | None:
         """A spec's own ``role`` ARN is honoured (imported), never silently replaced."""

@@ -10,10 +10,12 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import jsii
 from aws_cdk import CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -43,6 +45,7 @@ DEFAULT_CAPACITY_RETRY = CapacityRetry()
 _STATE_NAME = "Run training job"
 
 
+@jsii.implements(ec2.IConnectable)
 class HeterogeneousTrainingJob(Construct):
     """A SageMaker training job (heterogeneous or homogeneous), validated at synth time.
 
@@ -73,6 +76,9 @@ class HeterogeneousTrainingJob(Construct):
         schedule_input: Mapping[str, Any] | None = None,
         alarm_topic: sns.ITopic | None = None,
         capacity_retry: CapacityRetry | None = DEFAULT_CAPACITY_RETRY,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
     ) -> None:
         """
         :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
@@ -94,6 +100,10 @@ class HeterogeneousTrainingJob(Construct):
         :param capacity_retry: retries on capacity and resource-limit failures, each on the next
             fallback of the instance groups; ``None`` turns them off. Default: 3 retries, 5
             minutes doubling, at most an hour apart.
+        :param vpc: run the jobs in this VPC (instead of the spec's raw subnet ids).
+        :param vpc_subnets: which of its subnets; default: the private ones.
+        :param security_groups: the jobs' security groups; by default one that lets a job's
+            instances reach each other.
         """
         super().__init__(scope, construct_id)
         self.path: str = self.node.path
@@ -121,6 +131,9 @@ class HeterogeneousTrainingJob(Construct):
             query_language=self.query_language,
             state_name=_STATE_NAME,
             capacity_retry=capacity_retry,
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+            security_groups=security_groups,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
         self.runner = self.task.runner
@@ -291,6 +304,11 @@ class HeterogeneousTrainingJob(Construct):
         )
 
     # -- public helpers ----------------------------------------------------------------------
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The jobs' security groups (``job.connections.allow_to(database, ...)``)."""
+        return self.task.connections
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` start training runs (executions of the state machine)."""

@@ -369,3 +369,44 @@ def test_log_encryption_key_and_execution_data() -> None:
     (logs_statement,) = [s for s in statements if "Service" in s.get("Principal", {})]
     assert logs_statement["Principal"]["Service"] == "logs.us-west-2.amazonaws.com"
     assert "kms:GenerateDataKey*" in logs_statement["Action"]
+
+
+def test_cdk_network_objects_become_the_jobs_network_and_its_iam() -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    scope = stack()
+    vpc = ec2.Vpc(scope, "Vpc", max_azs=2)
+    job = HeterogeneousTrainingJob(scope, "Job", spec=spec(), vpc=vpc)
+    template = Template.from_stack(scope).to_json()
+    vpc_config = job.request["VpcConfig"]
+    assert len(vpc_config["Subnets"]) == 2 and len(vpc_config["SecurityGroupIds"]) == 1
+    # A security group is created that lets the job's instances reach each other.
+    (ingress,) = resources(template, "AWS::EC2::SecurityGroupIngress").values()
+    assert ingress["Properties"]["IpProtocol"] == "-1"
+    assert ingress["Properties"]["SourceSecurityGroupId"] == ingress["Properties"]["GroupId"]
+    control = policy_statements(template, "JobTaskControlRole")
+    (create,) = [s for s in control if s["Action"] == "sagemaker:CreateTrainingJob"]
+    condition = create["Condition"]["ForAllValues:StringEquals"]
+    private = [k for k, r in resources(template, "AWS::EC2::Subnet").items() if "Private" in k]
+    assert sorted(condition["sagemaker:VpcSubnets"]) == sorted(f"ref-{k.lower()}" for k in private)
+    assert len(condition["sagemaker:VpcSecurityGroupIds"]) == 1
+    # IConnectable: a database can open its port to the training jobs.
+    database = ec2.SecurityGroup(scope, "Database", vpc=vpc)
+    database.connections.allow_from(job, ec2.Port.tcp(5432))
+    assert job.connections.security_groups
+
+
+def test_network_props_need_a_vpc_and_exclude_raw_ids() -> None:
+    from aws_cdk import aws_ec2 as ec2
+
+    scope = stack()
+    vpc = ec2.Vpc(scope, "Vpc", max_azs=1)
+    with pytest.raises(ValueError, match="without a vpc"):
+        HeterogeneousTrainingJob(scope, "NoVpc", spec=spec(), vpc_subnets=ec2.SubnetSelection())
+    with pytest.raises(ValueError, match="both vpc and"):
+        HeterogeneousTrainingJob(
+            scope,
+            "Both",
+            spec=spec(subnets=["subnet-0abc1234"], security_group_ids=["sg-0abc1234"]),
+            vpc=vpc,
+        )
