@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 import click
@@ -21,6 +22,7 @@ from hetero_constructs.cli.follow import (
     EXIT_FAILED,
     EXIT_SUCCEEDED,
     FollowDisplay,
+    FollowResult,
     RunWatch,
     follow_run,
     stop_run,
@@ -228,6 +230,20 @@ def _new_execution_name(now: datetime) -> str:
     default=None,
     help="follow the run until it ends (default: on a terminal)",
 )
+@click.option(
+    "--local",
+    "local",
+    is_flag=True,
+    help="TARGET is a synthesized template: run it in the local runner (moto, no account)",
+)
+@click.option("--state-machine", help="with --local: the state machine's name or logical id")
+@click.option(
+    "--outcome",
+    "outcomes",
+    multiple=True,
+    help="with --local: how each training job ends, in order (Completed, Failed[:REASON], "
+    "Stopped[:STATUS], ResourceLimitExceeded)",
+)
 @json_option
 @poll_option
 @aws_options
@@ -237,6 +253,9 @@ def run(
     input_text: str | None,
     name: str | None,
     follow: bool | None,
+    local: bool,
+    state_machine: str | None,
+    outcomes: tuple[str, ...],
     json_flag: bool,
     poll_interval: float,
     profile: str | None,
@@ -244,8 +263,13 @@ def run(
     endpoint_url: str | None,
 ) -> int:
     """Start a training run of TARGET, validated locally first; with --follow, show it to
-    its end (exit 0 only when it succeeds)."""
+    its end (exit 0 only when it succeeds). With --local, TARGET is a synthesized template
+    and the run happens in the local runner, shown the same way."""
     out = _output(json_flag)
+    if local:
+        return _run_local(
+            out, target, input_text, name, follow, state_machine, outcomes, json_flag, region
+        )
     aws = _aws(profile, region, endpoint_url)
     execution_input = read_input(input_text)
     name = name or _new_execution_name(datetime.now(UTC))
@@ -314,6 +338,58 @@ def run(
         json_out=out.stdout if json_flag else None,
     )
     return result.exit_code
+
+
+def _run_local(
+    out: Any,
+    target: tuple[str, ...],
+    input_text: str | None,
+    name: str | None,
+    follow: bool | None,
+    state_machine: str | None,
+    outcomes: tuple[str, ...],
+    json_flag: bool,
+    region: str | None,
+) -> int:
+    """``run --local TEMPLATE``: the same validation and display against the local runner."""
+    from hetero_constructs.local.cloud import LocalCloud
+    from hetero_constructs.local.training import Outcome
+
+    (template,) = target
+    if not Path(template).is_file():
+        raise CliError(f"template {template!r} does not exist. Fix: run `cdk synth` first.")
+    execution_input = read_input(input_text)
+    name = name or _new_execution_name(datetime.now(UTC))
+    parsed = [Outcome.parse(text) for text in outcomes]
+    with LocalCloud(region) as cloud:
+        cloud.deploy(template)
+        try:
+            arn = cloud.state_machine(state_machine)
+        except LookupError as error:
+            raise CliError(str(error)) from error
+        tasks = find_submit_tasks(cloud.definitions[arn])
+        bad = [v for task in tasks for v in check_input(task, execution_input, name).violations]
+        if bad:
+            if json_flag:
+                out.emit_json({"started": False, "violations": [v.to_dict() for v in bad]})
+            else:
+                print_violations(bad, "the execution input (nothing was started)", out.stdout)
+            return EXIT_FAILED
+        shown: list[FollowResult] = []
+        show = follow if follow is not None else not json_flag
+
+        def display(clients: Any, execution_arn: str) -> None:
+            run_clients = RunClients(clients.stepfunctions, clients.sagemaker, clients.logs)
+            shown.append(follow_run(run_clients, execution_arn, out.console, poll_seconds=0.2))
+
+        result = cloud.run(
+            arn, execution_input, name=name, outcomes=parsed, follow=display if show else None
+        )
+    if json_flag:
+        out.emit_json(result.to_json())
+    elif not shown:
+        out.console.print(f"{result.status}: {result.error or ''} {result.cause or ''}".strip())
+    return EXIT_SUCCEEDED if result.status == "SUCCEEDED" else EXIT_FAILED
 
 
 # -- status, logs, stop, list -----------------------------------------------------------------
