@@ -268,6 +268,13 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
         [{"instance_type": "ml.c5.xlarge"}, spec_dict(HOMOGENEOUS, {"instance_count": DELETE})],
         [spec_dict(HOMOGENEOUS)],
     ),
+    "RUN-TAGS": (
+        [
+            {"tags": {"hetero-constructs:attempt": "7"}},
+            {"tags": {f"team-{i}": "ml" for i in range(47)}},
+        ],
+        [{"tags": {f"team-{i}": "ml" for i in range(46)}}],
+    ),
     "HC-WARM-POOL": (
         [
             {"keep_alive_period_in_seconds": 600},  # with the base spec's instance groups
@@ -727,7 +734,7 @@ def test_passing_case_is_valid(rule_id: str, index: int, source_dirs: dict[str, 
 def test_rules_are_documented() -> None:
     for registered in RULES:
         assert registered.title and registered.source and registered.example, registered.id
-        assert registered.id.split("-")[0] in {"LAU", "COL", "HC", "FW", "API"}
+        assert registered.id.split("-")[0] in {"LAU", "COL", "HC", "FW", "API", "RUN"}
     assert rule_by_id("HC-GROUP-COUNT").topic == "cluster"
 
 

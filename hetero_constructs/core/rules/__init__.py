@@ -6,6 +6,7 @@
 - ``framework``: container image and training code
 - ``api``: the CreateTrainingJob API's own limits, from botocore's model
 - ``values``: what the model's patterns let through: S3 bucket names, 32-bit integers
+- ``runs``: what a training run adds to the request (its marker tags)
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ from hetero_constructs.core.rules import (
     collectives,
     framework,
     launchers,
+    runs,
     values,
 )
 from hetero_constructs.core.rules.base import REGISTRY, Finding, Rule, rule
 from hetero_constructs.core.violations import Violation
 
-TOPICS = (launchers, collectives, cluster, framework, api, values)
+TOPICS = (launchers, collectives, cluster, framework, api, values, runs)
 _TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}
 RULES: tuple[Rule, ...] = tuple(sorted(REGISTRY, key=lambda r: _TOPIC_ORDER[r.topic]))
 
