@@ -3,53 +3,187 @@
 botocore's own ``ParamValidator`` checks only types, required members and minimums. The
 maximums, patterns and enums are in the same model; this module reads them so that the rules
 can enforce them. Nothing here is copied by hand.
+
+The whole-request check is one validator per model shape, built once per process: a single
+pass over a request finds every maximum, minimum, pattern and enum it breaks and tells whether
+botocore's ``ParamValidator`` would reject it (whose own report is produced only then).
 """
 
 from __future__ import annotations
 
+import os
 import re
-import unicodedata
-from collections.abc import Iterator, Mapping
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cache, lru_cache
 from typing import Any
 
 import botocore.loaders
-import botocore.session
-from botocore.model import ListShape, MapShape, Shape, StructureShape
-from botocore.validate import ParamValidator
+from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
 
 OPERATION = "CreateTrainingJob"
 
-# Java regex classes in the model that Python's ``re`` lacks, mapped to the nearest class
-# that Python accepts inside a character set. ``\w`` is a little wider than letters and
-# numbers (it also takes ``_``), which never rejects what the API accepts. Separators
-# (``\p{Z}``) are listed exactly: ``\s`` would also take tabs and newlines, which the API's
-# tag pattern forbids.
-_JAVA_CLASSES = {r"\p{L}": r"\w", r"\p{N}": r"\w", r"\p{M}": r"\w"}
+# -- Model patterns are Java regular expressions ------------------------------------------------
 
 
-@cache
-def _separators() -> str:
-    """Unicode category Z (space, line and paragraph separators), escaped for a set."""
-    # Every separator is in the Basic Multilingual Plane.
-    found = (chr(code) for code in range(0x10000))
-    return "".join(re.escape(char) for char in found if unicodedata.category(char)[0] == "Z")
+@dataclass(frozen=True)
+class JavaClass:
+    """How one Java character class of the model is written for Python's ``re``.
+
+    ``members`` goes inside a character set. ``exact`` is False where Python has no such
+    class and a wider one stands in: a pattern may then accept a little more than the API
+    (the service still rejects it), but never rejects what the API accepts.
+    """
+
+    members: str
+    exact: bool
+    note: str
+
+
+# Unicode general categories (Java ``\p{L}`` and the like). Python's ``re`` knows word
+# characters (``str.isalnum()`` and ``_``), whitespace and their complements only.
+_CATEGORY_CLASSES = {
+    "L": JavaClass(r"\w", False, "letters are word characters; \\w also takes digits and _"),
+    "N": JavaClass(r"\w", False, "numbers are word characters; \\w also takes letters and _"),
+    "Z": JavaClass(r"\s", False, "separators are whitespace; \\s also takes \\t\\n\\r\\f\\v"),
+    "M": JavaClass(r"\W", False, "marks are non-word characters; \\W takes every other one"),
+    "P": JavaClass(r"\W_", False, "punctuation is non-word characters and the underscore (Pc)"),
+    "S": JavaClass(r"\W", False, "symbols are non-word characters; \\W takes every other one"),
+    "C": JavaClass(r"\W", False, "other (controls, format) are non-word characters"),
+}
+# Java's POSIX classes are ASCII-only (without UNICODE_CHARACTER_CLASS): exact translations.
+_POSIX_CLASSES = {
+    "Lower": "a-z",
+    "Upper": "A-Z",
+    "ASCII": r"\x00-\x7f",
+    "Alpha": "a-zA-Z",
+    "Digit": "0-9",
+    "Alnum": "a-zA-Z0-9",
+    "Punct": r"!-/:-@\[-`{-~",
+    "Graph": r"!-~",
+    "Print": r" -~",
+    "Blank": r" \t",
+    "Cntrl": r"\x00-\x1f\x7f",
+    "XDigit": "0-9a-fA-F",
+    "Space": r" \t\n\x0b\f\r",
+}
+JAVA_CLASSES: dict[str, JavaClass] = {
+    **{f"\\p{{{name}}}": java for name, java in _CATEGORY_CLASSES.items()},
+    **{f"\\p{name}": java for name, java in _CATEGORY_CLASSES.items()},
+    **{
+        f"\\p{{{name}}}": JavaClass(members, True, f"POSIX {name} (ASCII) in Java")
+        for name, members in _POSIX_CLASSES.items()
+    },
+}
+
+_TOKEN = re.compile(
+    r"""
+      (?P<java_class>\\[pP](?:\{\w+\}|[A-Za-z]))
+    | \\u(?P<high>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<low>[dD][c-fC-F][0-9a-fA-F]{2})
+    | (?P<quoted>\\[QE])
+    | \\.
+    | (?P<set_open>\[\^?\]?)
+    | (?P<anchor_repeat>\$\{\d+(?:,\d*)?\})
+    | (?P<intersection>&&)
+    | .
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+class UntranslatablePattern(ValueError):
+    """A Java construct with no Python equivalent that keeps the pattern's meaning."""
+
+
+def translate_pattern(pattern: str) -> str:
+    """A model pattern (Java syntax) rewritten for Python's ``re``.
+
+    - ``\\p{...}`` classes become the Python classes of ``JAVA_CLASSES``;
+    - a UTF-16 surrogate pair escape (``\\uD800\\uDC00``) becomes the code point it encodes;
+    - a quantifier on the end anchor (``${1,128}``) is dropped: it repeats a zero-width match.
+
+    Raises ``UntranslatablePattern`` for negated classes, nested sets and ``\\Q...\\E``.
+    """
+    out: list[str] = []
+    in_set = False
+    for token in _TOKEN.finditer(pattern):
+        text = token.group()
+        if token.group("java_class"):
+            java = JAVA_CLASSES.get(text)
+            if java is None:
+                raise UntranslatablePattern(f"{text} in /{pattern}/")
+            out.append(java.members if in_set else f"[{java.members}]")
+        elif token.group("high"):
+            high, low = int(token.group("high"), 16), int(token.group("low"), 16)
+            out.append(f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08X}")
+        elif token.group("quoted") or (in_set and token.group("intersection")):
+            raise UntranslatablePattern(f"{text} in /{pattern}/")
+        elif token.group("set_open"):
+            if in_set:
+                raise UntranslatablePattern(f"nested set in /{pattern}/")
+            in_set = True
+            out.append(text)
+        elif text == "]" and in_set:
+            in_set = False
+            out.append(text)
+        elif token.group("anchor_repeat") and not in_set:
+            out.append("$")
+        else:
+            out.append(text)
+    return "".join(out)
+
+
+# Patterns that could not be translated; they are not enforced (the service still is).
+UNCHECKED_PATTERNS: set[str] = set()
 
 
 @cache
 def compile_pattern(pattern: str) -> re.Pattern[str]:
-    """Compile a model pattern for a full match (the model's patterns carry no anchors)."""
-    for java, python in _JAVA_CLASSES.items():
-        pattern = pattern.replace(java, python)
-    if r"\p{Z}" in pattern:
-        pattern = pattern.replace(r"\p{Z}", _separators())
-    return re.compile(pattern, re.DOTALL)
+    """Compile a model pattern for a full match (the model's patterns carry no anchors).
+
+    A pattern that cannot be translated is recorded in ``UNCHECKED_PATTERNS`` and accepts
+    everything, so that a spec gets a verdict from the other checks instead of an error.
+    """
+    try:
+        return re.compile(translate_pattern(pattern), re.DOTALL)
+    except (UntranslatablePattern, re.error) as error:
+        UNCHECKED_PATTERNS.add(pattern)
+        warnings.warn(f"model pattern not enforced: {error}", RuntimeWarning, stacklevel=2)
+        return re.compile(".*", re.DOTALL)
+
+
+# Patterns every string fully matches (with DOTALL): checking them would only cost time.
+_TOTAL_PATTERNS = frozenset({".*", r"[\S\s]*", r"[\s\S]*"})
+
+
+class _LazyPattern:
+    """A model pattern compiled on its first use (a request touches few of the model's)."""
+
+    __slots__ = ("fullmatch", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.fullmatch: Callable[[str], object] = self._compile_and_match
+
+    def _compile_and_match(self, value: str) -> object:
+        self.fullmatch = compile_pattern(self.source).fullmatch
+        return self.fullmatch(value)
+
+
+def _lazy_pattern(pattern: str | None) -> _LazyPattern | None:
+    return None if pattern is None or pattern in _TOTAL_PATTERNS else _LazyPattern(pattern)
+
+
+# -- The model -----------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=1)
-def _service_model() -> Any:
-    return botocore.session.get_session().get_service_model("sagemaker")
+def _service_model() -> ServiceModel:
+    # The loader a botocore session would use: AWS_DATA_PATH first (the Lambda package's model).
+    loader = botocore.loaders.create_loader(os.environ.get("AWS_DATA_PATH"))
+    return ServiceModel(loader.load_service_model("sagemaker", "service-2"), "sagemaker")
 
 
 @lru_cache(maxsize=1)
@@ -102,38 +236,72 @@ class Bounds:
         return f"{low} to {self.maximum} {unit}"
 
 
+_BOUNDS: dict[str, Bounds] = {}
+
+
 def bounds(path: str) -> Bounds:
-    return _bounds(path)
+    """The constraints of the shape at ``path`` (see ``shape_at``), read once per path."""
+    found = _BOUNDS.get(path)
+    if found is None:
+        shape = shape_at(path)
+        meta = shape.metadata
+        found = _BOUNDS[path] = Bounds(
+            minimum=meta.get("min"),
+            maximum=meta.get("max"),
+            pattern=meta.get("pattern"),
+            enum=tuple(getattr(shape, "enum", None) or ()),
+        )
+    return found
 
 
-@cache
-def _bounds(path: str) -> Bounds:
-    shape = shape_at(path)
-    meta = shape.metadata
-    return Bounds(
-        minimum=meta.get("min"),
-        maximum=meta.get("max"),
-        pattern=meta.get("pattern"),
-        enum=tuple(getattr(shape, "enum", None) or ()),
-    )
+class StringLimits:
+    """The length and pattern of one string shape, ready to test values against."""
+
+    __slots__ = ("bounds", "maximum", "minimum", "pattern")
+
+    def __init__(self, shape_bounds: Bounds) -> None:
+        self.bounds = shape_bounds
+        self.minimum = shape_bounds.minimum if shape_bounds.minimum is not None else 0
+        self.maximum = shape_bounds.maximum
+        self.pattern = _lazy_pattern(shape_bounds.pattern)
+
+    def fits(self, value: str) -> bool:
+        size = len(value)
+        if size < self.minimum or (self.maximum is not None and size > self.maximum):
+            return False
+        return self.pattern is None or self.pattern.fullmatch(value) is not None
+
+
+_STRING_LIMITS: dict[str, StringLimits] = {}
+
+
+def string_limits(path: str) -> StringLimits:
+    """The ``StringLimits`` of the shape at ``path``, built once per path."""
+    found = _STRING_LIMITS.get(path)
+    if found is None:
+        found = _STRING_LIMITS[path] = StringLimits(bounds(path))
+    return found
 
 
 def matches(path: str, value: str) -> bool:
     """True when ``value`` fits the pattern and length bounds of the shape at ``path``."""
-    shape_bounds = bounds(path)
-    if shape_bounds.minimum is not None and len(value) < shape_bounds.minimum:
-        return False
-    if shape_bounds.maximum is not None and len(value) > shape_bounds.maximum:
-        return False
-    if shape_bounds.pattern is not None:
-        return compile_pattern(shape_bounds.pattern).fullmatch(value) is not None
-    return True
+    return string_limits(path).fits(value)
 
 
-@lru_cache(maxsize=1)
+_ENUM_VALUES: dict[str, frozenset[str]] = {}
+
+
+def enum_values(path: str) -> frozenset[str]:
+    """The enum of the shape at ``path`` as a set (empty when the shape has none)."""
+    found = _ENUM_VALUES.get(path)
+    if found is None:
+        found = _ENUM_VALUES[path] = frozenset(bounds(path).enum)
+    return found
+
+
 def training_instance_types() -> frozenset[str]:
     """The ``TrainingInstanceType`` enum."""
-    return frozenset(bounds("ResourceConfig.InstanceType").enum)
+    return enum_values("ResourceConfig.InstanceType")
 
 
 @cache
@@ -157,44 +325,39 @@ class ShapeProblem:
     allowed: str
 
 
-def check_request(request: Mapping[str, Any]) -> list[ShapeProblem]:
-    """Every maximum, minimum, pattern and enum in the model that the request breaks."""
-    return list(_walk(input_shape(), request, ""))
+@dataclass(frozen=True)
+class RequestVerdict:
+    """Every model constraint a request breaks, and botocore's report when it rejects it."""
+
+    problems: list[ShapeProblem]
+    botocore_report: str | None
 
 
-def _walk(shape: Shape, value: Any, path: str) -> Iterator[ShapeProblem]:
-    meta = shape.metadata
-    if isinstance(shape, StructureShape) and isinstance(value, Mapping):
-        for name, item in value.items():
-            member = shape.members.get(name)
-            if member is not None:
-                yield from _walk(member, item, f"{path}.{name}" if path else name)
-        return
-    if isinstance(shape, ListShape) and isinstance(value, list):
-        yield from _size(meta, len(value), value, path, "items")
-        for index, item in enumerate(value):
-            yield from _walk(shape.member, item, f"{path}[{index}]")
-        return
-    if isinstance(shape, MapShape) and isinstance(value, Mapping):
-        yield from _size(meta, len(value), value, path, "entries")
-        for key, item in value.items():
-            yield from _walk(shape.key, key, f"{path} key {key!r}")
-            yield from _walk(shape.value, item, f"{path}.{key}")
-        return
-    if shape.type_name == "string" and isinstance(value, str):
-        yield from _size(meta, len(value), value, path, "characters")
-        enum = getattr(shape, "enum", None)
-        if enum and value not in enum:
-            listed = ", ".join(enum[:8]) + (f", ... ({len(enum)} values)" if len(enum) > 8 else "")
-            yield ShapeProblem(path, "is not one of the API's values", value, listed)
-        pattern = meta.get("pattern")
-        if pattern and compile_pattern(pattern).fullmatch(value) is None:
-            yield ShapeProblem(path, "does not match the API pattern", value, f"/{pattern}/")
-        return
-    if shape.type_name in ("integer", "long") and isinstance(value, int):
-        low, high = meta.get("min"), meta.get("max")
-        if (low is not None and value < low) or (high is not None and value > high):
-            yield ShapeProblem(path, "is out of the API's range", value, _range(low, high, ""))
+# A validator takes (value, where, problems) and returns flags. ``where`` is the path as a
+# linked tuple (parent, step kind, step), rendered only when a problem is found.
+_Where = tuple[Any, int, Any] | None
+_Validator = Callable[[Any, _Where, list[ShapeProblem]], int]
+_REJECTED = 1  # botocore's ParamValidator rejects the value
+_UNDECIDED = 2  # a construct only botocore's ParamValidator judges (documents, unions, ...)
+_MEMBER, _INDEX, _KEY, _VALUE = range(4)
+
+
+def _render(where: _Where) -> str:
+    steps: list[tuple[int, Any]] = []
+    while where is not None:
+        where, kind, step = where
+        steps.append((kind, step))
+    path = ""
+    for kind, step in reversed(steps):
+        if kind == _MEMBER:
+            path = f"{path}.{step}" if path else step
+        elif kind == _INDEX:
+            path = f"{path}[{step}]"
+        elif kind == _KEY:
+            path = f"{path} key {step!r}"
+        else:
+            path = f"{path}.{step}"
+    return path
 
 
 def _range(low: int | None, high: int | None, unit: str) -> str:
@@ -206,15 +369,239 @@ def _range(low: int | None, high: int | None, unit: str) -> str:
     return f"{low} to {high}{suffix}"
 
 
-def _size(
-    meta: Mapping[str, Any], size: int, value: Any, path: str, unit: str
-) -> Iterator[ShapeProblem]:
-    low, high = meta.get("min"), meta.get("max")
-    if (low is not None and size < low) or (high is not None and size > high):
-        yield ShapeProblem(path, f"has {size} {unit}", value, _range(low, high, unit))
+def _botocore_minimum(shape: Shape) -> int | None:
+    """The minimum botocore enforces: the model's, or 1 for host-label members."""
+    if "min" in shape.metadata:
+        return int(shape.metadata["min"])
+    return 1 if shape.serialization.get("hostLabel") else None
+
+
+class _ValidatorBuilder:
+    """Builds one validator per shape; structures are registered first, so cycles work."""
+
+    def __init__(self) -> None:
+        self._built: dict[tuple[str, bool, bool], _Validator] = {}
+
+    def build(self, shape: Shape) -> _Validator:
+        serialization = shape.serialization
+        key = (
+            shape.name,
+            bool(serialization.get("hostLabel")),
+            bool(serialization.get("jsonvalue")),
+        )
+        found = self._built.get(key)
+        if found is None:
+            found = self._build(shape, key)
+            self._built[key] = found
+        return found
+
+    def _build(self, shape: Shape, key: tuple[str, bool, bool]) -> _Validator:
+        if isinstance(shape, StructureShape):
+            return self._structure(shape, key)
+        if isinstance(shape, ListShape):
+            validator = self._list(shape)
+        elif isinstance(shape, MapShape):
+            validator = self._map(shape)
+        elif shape.type_name == "string":
+            validator = _string(shape)
+        elif shape.type_name in ("integer", "long"):
+            validator = _integer(shape)
+        elif shape.type_name in ("double", "float"):
+            validator = _number(shape)
+        elif shape.type_name == "boolean":
+            validator = _boolean
+        else:  # blob, timestamp: only botocore's own checks
+            validator = _undecided
+        if shape.serialization.get("jsonvalue") and shape.serialization.get("location") == "header":
+            return _also_undecided(validator)
+        return validator
+
+    def _structure(self, shape: StructureShape, key: tuple[str, bool, bool]) -> _Validator:
+        members: dict[str, _Validator] = {}
+        required = frozenset(shape.required_members)
+        special = _UNDECIDED if (shape.is_tagged_union or shape.is_document_type) else 0
+
+        def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+            if not isinstance(value, dict):
+                if isinstance(value, Mapping):  # checked for the model's limits all the same
+                    for name, item in value.items():
+                        member = members.get(name)
+                        if member is not None:
+                            member(item, (where, _MEMBER, name), problems)
+                return _REJECTED
+            flags = special
+            if required and not required <= value.keys():
+                flags = _REJECTED
+            for name, item in value.items():
+                member = members.get(name)
+                if member is None:
+                    flags |= _REJECTED
+                else:
+                    flags |= member(item, (where, _MEMBER, name), problems)
+            return flags
+
+        self._built[key] = validate
+        for name, member_shape in shape.members.items():
+            members[name] = self.build(member_shape)
+        return validate
+
+    def _list(self, shape: ListShape) -> _Validator:
+        member = self.build(shape.member)
+        low, high = shape.metadata.get("min"), shape.metadata.get("max")
+        botocore_low = _botocore_minimum(shape)
+
+        def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+            if isinstance(value, list):
+                found = problems
+                size = len(value)
+                if (low is not None and size < low) or (high is not None and size > high):
+                    allowed = _range(low, high, "items")
+                    found.append(ShapeProblem(_render(where), f"has {size} items", value, allowed))
+            elif isinstance(value, tuple):
+                found = []  # botocore takes tuples; the model's limits are checked on lists
+                size = len(value)
+            else:
+                return _REJECTED
+            flags = _REJECTED if botocore_low is not None and size < botocore_low else 0
+            for index, item in enumerate(value):
+                flags |= member(item, (where, _INDEX, index), found)
+            return flags
+
+        return validate
+
+    def _map(self, shape: MapShape) -> _Validator:
+        key_validator = self.build(shape.key)
+        value_validator = self.build(shape.value)
+        low, high = shape.metadata.get("min"), shape.metadata.get("max")
+
+        def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+            if isinstance(value, dict):
+                flags = 0
+            elif isinstance(value, Mapping):
+                flags = _REJECTED
+            else:
+                return _REJECTED
+            size = len(value)
+            if (low is not None and size < low) or (high is not None and size > high):
+                allowed = _range(low, high, "entries")
+                problems.append(ShapeProblem(_render(where), f"has {size} entries", value, allowed))
+            for key, item in value.items():
+                flags |= key_validator(key, (where, _KEY, key), problems)
+                flags |= value_validator(item, (where, _VALUE, key), problems)
+            return flags
+
+        return validate
+
+
+def _string(shape: Shape) -> _Validator:
+    low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    botocore_low = _botocore_minimum(shape)
+    enum_values: list[str] = list(getattr(shape, "enum", None) or ())
+    enum = frozenset(enum_values)
+    listed = ", ".join(enum_values[:8]) + (
+        f", ... ({len(enum_values)} values)" if len(enum_values) > 8 else ""
+    )
+    pattern_text = shape.metadata.get("pattern")
+    pattern = _lazy_pattern(pattern_text)
+
+    def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+        if not isinstance(value, str):
+            return _REJECTED
+        size = len(value)
+        if (low is not None and size < low) or (high is not None and size > high):
+            allowed = _range(low, high, "characters")
+            problems.append(ShapeProblem(_render(where), f"has {size} characters", value, allowed))
+        if enum and value not in enum:
+            problems.append(
+                ShapeProblem(_render(where), "is not one of the API's values", value, listed)
+            )
+        if pattern is not None and pattern.fullmatch(value) is None:
+            problems.append(
+                ShapeProblem(
+                    _render(where), "does not match the API pattern", value, f"/{pattern_text}/"
+                )
+            )
+        return _REJECTED if botocore_low is not None and size < botocore_low else 0
+
+    return validate
+
+
+def _integer(shape: Shape) -> _Validator:
+    low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    botocore_low = _botocore_minimum(shape)
+
+    def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+        if not isinstance(value, int):
+            return _REJECTED
+        if (low is not None and value < low) or (high is not None and value > high):
+            allowed = _range(low, high, "")
+            problems.append(
+                ShapeProblem(_render(where), "is out of the API's range", value, allowed)
+            )
+        return _REJECTED if botocore_low is not None and value < botocore_low else 0
+
+    return validate
+
+
+def _number(shape: Shape) -> _Validator:
+    botocore_low = _botocore_minimum(shape)
+
+    def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+        if not isinstance(value, float | Decimal | int):
+            return _REJECTED
+        return _REJECTED if botocore_low is not None and value < botocore_low else 0
+
+    return validate
+
+
+def _boolean(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+    return 0 if isinstance(value, bool) else _REJECTED
+
+
+def _undecided(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+    return _UNDECIDED
+
+
+def _also_undecided(validator: _Validator) -> _Validator:
+    def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
+        return validator(value, where, problems) | _UNDECIDED
+
+    return validate
+
+
+@lru_cache(maxsize=1)
+def _request_validator() -> _Validator:
+    return _ValidatorBuilder().build(input_shape())
+
+
+def validate_request(request: Mapping[str, Any]) -> RequestVerdict:
+    """One pass over the request: the model's broken constraints and botocore's verdict.
+
+    botocore's report is the one ``ParamValidator`` writes; it runs only for a request the
+    pass found it rejects (or one with a construct only botocore judges).
+    """
+    problems: list[ShapeProblem] = []
+    flags = _request_validator()(request, None, problems)
+    report = _botocore_report(request) if flags else None
+    return RequestVerdict(problems, report)
+
+
+def check_request(request: Mapping[str, Any]) -> list[ShapeProblem]:
+    """Every maximum, minimum, pattern and enum in the model that the request breaks."""
+    problems: list[ShapeProblem] = []
+    _request_validator()(request, None, problems)
+    return problems
 
 
 def botocore_validation_errors(request: Mapping[str, Any]) -> str | None:
     """botocore's own report for the request, or ``None`` when it passes."""
+    if not _request_validator()(request, None, []):
+        return None
+    return _botocore_report(request)
+
+
+def _botocore_report(request: Mapping[str, Any]) -> str | None:
+    from botocore.validate import ParamValidator
+
     report = ParamValidator().validate(request, input_shape())
     return report.generate_report() if report.has_errors() else None

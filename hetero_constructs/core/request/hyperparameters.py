@@ -7,7 +7,9 @@ value is JSON-encoded as the SDK does: strings quoted, ``true``/``false``, bare 
 from __future__ import annotations
 
 import json
+import math
 import posixpath
+from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from hetero_constructs.core.context import RuleContext
@@ -18,6 +20,16 @@ CONTAINER_CODE_PATH = "/opt/ml/input/data/code/sourcedir.tar.gz"
 
 
 def encode(value: Any) -> str:
+    """``json.dumps(value)``, with the common scalars written directly (same text)."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
     return json.dumps(value)
 
 

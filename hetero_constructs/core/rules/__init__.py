@@ -27,18 +27,20 @@ from hetero_constructs.core.violations import Violation
 TOPICS = (launchers, collectives, cluster, framework, api, values, runs)
 _TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}
 RULES: tuple[Rule, ...] = tuple(sorted(REGISTRY, key=lambda r: _TOPIC_ORDER[r.topic]))
+_REGULAR = tuple(r for r in RULES if not r.backstop)
+_BACKSTOPS = tuple(r for r in RULES if r.backstop)
 
 
 def run_rules(context: RuleContext) -> list[Violation]:
     """Every violation of every rule, in catalogue order; backstops only if nothing else fired."""
     violations: list[Violation] = []
-    for registered in RULES:
-        if not registered.backstop:
-            violations.extend(registered.run(context))
+    for registered in _REGULAR:
+        for finding in registered.check(context):
+            violations.append(registered.violation(finding))
     if not violations:
-        for registered in RULES:
-            if registered.backstop:
-                violations.extend(registered.run(context))
+        for registered in _BACKSTOPS:
+            for finding in registered.check(context):
+                violations.append(registered.violation(finding))
     return violations
 
 

@@ -15,18 +15,36 @@ from hetero_constructs.core.request import hyperparameters as hp
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.rules.helpers import (
     channel_path,
+    enum_finding,
+    misfits_string,
+    misses_enum,
     model_count,
-    model_enum,
-    model_string,
     one_of,
     s3_uri_finding,
+    string_finding,
 )
 
 _MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
 # Documented, not in the model: "maximum 28 days" (StoppingCondition docs).
 MAX_RUNTIME_SECONDS = 28 * 24 * 3600
+_HP_KEY, _HP_VALUE = "HyperParameters.{key}", "HyperParameters.{}"
+_ENV_KEY, _ENV_VALUE = "Environment.{key}", "Environment.{}"
 _CHANNELS = "InputDataConfig"
 _S3 = "InputDataConfig[].DataSource.S3DataSource"
+_JOB_NAME = "TrainingJobName"
+_GROUP_NAME = "ResourceConfig.InstanceGroups[].InstanceGroupName"
+_CHANNEL_NAME = f"{_CHANNELS}[].ChannelName"
+_CONTENT_TYPE = f"{_CHANNELS}[].ContentType"
+_INPUT_MODE = "AlgorithmSpecification.TrainingInputMode"
+# (spec field, TrainingChannel attribute, model path, what) of each channel enum option.
+_CHANNEL_ENUMS = (
+    ("s3_data_type", "s3_data_type", f"{_S3}.S3DataType", "S3 data type"),
+    ("distribution", "distribution", f"{_S3}.S3DataDistributionType", "S3 data distribution"),
+    ("input_mode", "input_mode", f"{_CHANNELS}[].InputMode", "input mode"),
+    ("compression", "compression", f"{_CHANNELS}[].CompressionType", "compression"),
+    ("record_wrapping", "record_wrapping", f"{_CHANNELS}[].RecordWrapperType", "record wrapper"),
+)
+_METRICS = "AlgorithmSpecification.MetricDefinitions"
 
 
 @rule(
@@ -38,14 +56,16 @@ def instance_type(context: RuleContext) -> Iterator[Finding]:
     """Every instance type is in the API's ``TrainingInstanceType`` enum."""
     allowed = service_model.training_instance_types()
     spec = context.spec
-    typed = [
-        (f"instance_groups[{i}].instance_type", g.instance_type)
-        for i, g in enumerate(spec.instance_groups)
+    typed: list[tuple[int | None, str]] = [
+        (index, group.instance_type)
+        for index, group in enumerate(spec.instance_groups)
+        if group.instance_type not in allowed
     ]
-    if spec.instance_type is not None:
-        typed.append(("instance_type", spec.instance_type))
-    for path, value in typed:
-        if context.known(value) and value not in allowed:
+    if spec.instance_type is not None and spec.instance_type not in allowed:
+        typed.append((None, spec.instance_type))
+    for index, value in typed:
+        if context.known(value):
+            path = "instance_type" if index is None else f"instance_groups[{index}].instance_type"
             close = sorted(t for t in allowed if t.split(".")[:2] == value.split(".")[:2])
             yield Finding(
                 path,
@@ -64,12 +84,13 @@ def instance_type(context: RuleContext) -> Iterator[Finding]:
 def training_job_name(context: RuleContext) -> Iterator[Finding]:
     """The job name (or base job name) fits the API's length and pattern."""
     spec = context.spec
-    for path, value in (("job_name", spec.job_name), ("base_job_name", spec.base_job_name)):
-        yield from model_string(context, path, value, "TrainingJobName", "training job name")
-    if context.deployment.job_name not in (None, spec.job_name):
-        yield from model_string(
-            context, "job_name", context.deployment.job_name, "TrainingJobName", "training job name"
-        )
+    names = [("job_name", spec.job_name), ("base_job_name", spec.base_job_name)]
+    deployed = context.deployment.job_name
+    if deployed not in (None, spec.job_name):
+        names.append(("job_name", deployed))
+    for path, value in names:
+        if misfits_string(context, value, _JOB_NAME):
+            yield string_finding(path, value, _JOB_NAME, "training job name")
 
 
 @rule(
@@ -80,13 +101,9 @@ def training_job_name(context: RuleContext) -> Iterator[Finding]:
 def instance_group_name(context: RuleContext) -> Iterator[Finding]:
     """Instance group names fit the API's length and pattern."""
     for index, group in enumerate(context.spec.instance_groups):
-        yield from model_string(
-            context,
-            f"instance_groups[{index}].name",
-            group.name,
-            "ResourceConfig.InstanceGroups[].InstanceGroupName",
-            "instance group name",
-        )
+        if misfits_string(context, group.name, _GROUP_NAME):
+            path = f"instance_groups[{index}].name"
+            yield string_finding(path, group.name, _GROUP_NAME, "instance group name")
 
 
 @rule(
@@ -103,13 +120,10 @@ def channels(context: RuleContext) -> Iterator[Finding]:
     spec = context.spec
     seen: set[str] = set()
     for channel in spec.channels:
-        yield from model_string(
-            context,
-            channel_path(channel.name),
-            channel.name,
-            f"{_CHANNELS}[].ChannelName",
-            "channel name",
-        )
+        if misfits_string(context, channel.name, _CHANNEL_NAME):
+            yield string_finding(
+                channel_path(channel.name), channel.name, _CHANNEL_NAME, "channel name"
+            )
         if channel.name in seen:
             yield Finding(
                 channel_path(channel.name),
@@ -140,42 +154,17 @@ def channels(context: RuleContext) -> Iterator[Finding]:
 )
 def channel_options(context: RuleContext) -> Iterator[Finding]:
     """Channel and job options take the API's enum values."""
-    yield from model_enum(
-        context,
-        "input_mode",
-        context.spec.input_mode,
-        "AlgorithmSpecification.TrainingInputMode",
-        "input mode",
-    )
+    input_mode = context.spec.input_mode
+    if misses_enum(context, input_mode, _INPUT_MODE):
+        yield enum_finding("input_mode", input_mode, _INPUT_MODE, "input mode")
     for channel in context.spec.channels:
-        options = (
-            ("s3_data_type", channel.s3_data_type, f"{_S3}.S3DataType", "S3 data type"),
-            (
-                "distribution",
-                channel.distribution,
-                f"{_S3}.S3DataDistributionType",
-                "S3 data distribution",
-            ),
-            ("input_mode", channel.input_mode, f"{_CHANNELS}[].InputMode", "input mode"),
-            ("compression", channel.compression, f"{_CHANNELS}[].CompressionType", "compression"),
-            (
-                "record_wrapping",
-                channel.record_wrapping,
-                f"{_CHANNELS}[].RecordWrapperType",
-                "record wrapper",
-            ),
-        )
-        for field, value, model_path, what in options:
-            yield from model_enum(
-                context, channel_path(channel.name, field), value, model_path, what
-            )
-        yield from model_string(
-            context,
-            channel_path(channel.name, "content_type"),
-            channel.content_type,
-            f"{_CHANNELS}[].ContentType",
-            "content type",
-        )
+        for field, attribute, model_path, what in _CHANNEL_ENUMS:
+            value = getattr(channel, attribute)
+            if misses_enum(context, value, model_path):
+                yield enum_finding(channel_path(channel.name, field), value, model_path, what)
+        if misfits_string(context, channel.content_type, _CONTENT_TYPE):
+            path = channel_path(channel.name, "content_type")
+            yield string_finding(path, channel.content_type, _CONTENT_TYPE, "content type")
 
 
 @rule(
@@ -239,20 +228,12 @@ def hyperparameters(context: RuleContext) -> Iterator[Finding]:
         )
     for key, value in encoded.items():
         if key in user and context.known(user[key]):
-            yield from model_string(
-                context,
-                f"hyperparameters.{key}",
-                key,
-                "HyperParameters.{key}",
-                "hyperparameter key",
-            )
-            yield from model_string(
-                context,
-                f"hyperparameters.{key}",
-                value,
-                "HyperParameters.{}",
-                "JSON-encoded hyperparameter value",
-            )
+            if misfits_string(context, key, _HP_KEY):
+                yield string_finding(f"hyperparameters.{key}", key, _HP_KEY, "hyperparameter key")
+            if misfits_string(context, value, _HP_VALUE):
+                yield string_finding(
+                    f"hyperparameters.{key}", value, _HP_VALUE, "JSON-encoded hyperparameter value"
+                )
 
 
 @rule(
@@ -265,12 +246,10 @@ def environment(context: RuleContext) -> Iterator[Finding]:
     env = context.request.get("Environment", {})
     yield from model_count("environment", env, "Environment", "variables")
     for key, value in context.spec.environment.items():
-        yield from model_string(
-            context, f"environment.{key}", key, "Environment.{key}", "environment variable name"
-        )
-        yield from model_string(
-            context, f"environment.{key}", value, "Environment.{}", "environment value"
-        )
+        if misfits_string(context, key, _ENV_KEY):
+            yield string_finding(f"environment.{key}", key, _ENV_KEY, "environment variable name")
+        if misfits_string(context, value, _ENV_VALUE):
+            yield string_finding(f"environment.{key}", value, _ENV_VALUE, "environment value")
 
 
 @rule(
@@ -381,8 +360,10 @@ def network(context: RuleContext) -> Iterator[Finding]:
         ("security_group_ids", spec.security_group_ids, "VpcConfig.SecurityGroupIds"),
     ):
         yield from model_count(field, items, member, field.replace("_", " "))
+        item_path = f"{member}[]"
         for index, item in enumerate(items):
-            yield from model_string(context, f"{field}[{index}]", item, f"{member}[]", "VPC id")
+            if misfits_string(context, item, item_path):
+                yield string_finding(f"{field}[{index}]", item, item_path, "VPC id")
 
 
 @rule(
@@ -393,12 +374,12 @@ def network(context: RuleContext) -> Iterator[Finding]:
 def kms_keys(context: RuleContext) -> Iterator[Finding]:
     """KMS keys for the volume and the output fit the API's pattern."""
     spec = context.spec
-    yield from model_string(
-        context, "volume_kms_key", spec.volume_kms_key, "ResourceConfig.VolumeKmsKeyId", "KMS key"
-    )
-    yield from model_string(
-        context, "output_kms_key", spec.output_kms_key, "OutputDataConfig.KmsKeyId", "KMS key"
-    )
+    for path, value, model_path in (
+        ("volume_kms_key", spec.volume_kms_key, "ResourceConfig.VolumeKmsKeyId"),
+        ("output_kms_key", spec.output_kms_key, "OutputDataConfig.KmsKeyId"),
+    ):
+        if misfits_string(context, value, model_path):
+            yield string_finding(path, value, model_path, "KMS key")
 
 
 @rule(
@@ -417,8 +398,8 @@ def role(context: RuleContext) -> Iterator[Finding]:
             "an IAM role ARN",
             "set role (the constructs create one when none is given)",
         )
-    else:
-        yield from model_string(context, "role", arn, "RoleArn", "role ARN")
+    elif misfits_string(context, arn, "RoleArn"):
+        yield string_finding("role", arn, "RoleArn", "role ARN")
 
 
 @rule(
@@ -431,8 +412,10 @@ def tags(context: RuleContext) -> Iterator[Finding]:
     spec_tags = context.spec.tags
     yield from model_count("tags", spec_tags, "Tags", "tags")
     for key, value in spec_tags.items():
-        yield from model_string(context, f"tags.{key}", key, "Tags[].Key", "tag key")
-        yield from model_string(context, f"tags.{key}", value, "Tags[].Value", "tag value")
+        if misfits_string(context, key, "Tags[].Key"):
+            yield string_finding(f"tags.{key}", key, "Tags[].Key", "tag key")
+        if misfits_string(context, value, "Tags[].Value"):
+            yield string_finding(f"tags.{key}", value, "Tags[].Value", "tag value")
         if context.known(key) and key.lower().startswith("aws:"):
             yield Finding(
                 f"tags.{key}",
@@ -460,13 +443,11 @@ def checkpoint(context: RuleContext) -> Iterator[Finding]:
             "checkpoint_local_path with checkpoint_s3_uri",
             "set checkpoint_s3_uri",
         )
-    yield from model_string(
-        context,
-        "checkpoint_local_path",
-        spec.checkpoint_local_path,
-        "CheckpointConfig.LocalPath",
-        "checkpoint path",
-    )
+    local_path = spec.checkpoint_local_path
+    if misfits_string(context, local_path, "CheckpointConfig.LocalPath"):
+        yield string_finding(
+            "checkpoint_local_path", local_path, "CheckpointConfig.LocalPath", "checkpoint path"
+        )
 
 
 @rule(
@@ -477,24 +458,19 @@ def checkpoint(context: RuleContext) -> Iterator[Finding]:
 def metrics(context: RuleContext) -> Iterator[Finding]:
     """Metric definitions fit the API: count, name and regex lengths."""
     definitions = context.spec.metric_definitions
-    base = "AlgorithmSpecification.MetricDefinitions"
-    if definitions:
-        yield from model_count("metric_definitions", definitions, base, "metric definitions")
+    if not definitions:
+        return
+    yield from model_count("metric_definitions", definitions, _METRICS, "metric definitions")
     for index, metric in enumerate(definitions):
-        yield from model_string(
-            context,
-            f"metric_definitions[{index}].Name",
-            metric.name,
-            f"{base}[].Name",
-            "metric name",
-        )
-        yield from model_string(
-            context,
-            f"metric_definitions[{index}].Regex",
-            metric.regex,
-            f"{base}[].Regex",
-            "metric regex",
-        )
+        for field, value, what in (
+            ("Name", metric.name, "metric name"),
+            ("Regex", metric.regex, "metric regex"),
+        ):
+            model_path = f"{_METRICS}[].{field}"
+            if misfits_string(context, value, model_path):
+                yield string_finding(
+                    f"metric_definitions[{index}].{field}", value, model_path, what
+                )
 
 
 @rule(
@@ -509,7 +485,8 @@ def whole_request(context: RuleContext) -> Iterator[Finding]:
     Values that are CDK tokens are skipped; they are checked when the stack deploys.
     """
     request = context.request
-    for problem in service_model.check_request(request):
+    verdict = service_model.validate_request(request)
+    for problem in verdict.problems:
         if context.is_token(problem.value) or _mentions_token(context, problem.value):
             continue
         yield Finding(
@@ -519,7 +496,7 @@ def whole_request(context: RuleContext) -> Iterator[Finding]:
             problem.allowed,
             "fix the spec field that produces this value",
         )
-    report = service_model.botocore_validation_errors(request)
+    report = verdict.botocore_report
     if report and not _mentions_token(context, request):
         yield Finding(
             "request",

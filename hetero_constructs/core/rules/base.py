@@ -43,14 +43,13 @@ class Rule:
 
     def run(self, context: RuleContext) -> Iterator[Violation]:
         for finding in self.check(context):
-            yield Violation(
-                rule=self.id,
-                path=finding.path,
-                problem=finding.problem,
-                value=finding.value,
-                allowed=finding.allowed,
-                fix=finding.fix,
-            )
+            yield self.violation(finding)
+
+    def violation(self, finding: Finding) -> Violation:
+        """The finding stamped with this rule's id."""
+        return Violation(
+            self.id, finding.path, finding.problem, finding.value, finding.allowed, finding.fix
+        )
 
 
 REGISTRY: list[Rule] = []

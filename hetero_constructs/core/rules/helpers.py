@@ -1,8 +1,12 @@
-"""Small pieces several rules share."""
+"""Small pieces several rules share.
+
+The checks run on every spec, so each one tests the value first and builds its path and
+message only when there is something to report.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sized
 from typing import Any
 
 from hetero_constructs.core import service_model
@@ -17,19 +21,20 @@ def one_of(values: Iterable[str]) -> str:
     return ", ".join(listed)
 
 
-def model_string(
-    context: RuleContext, path: str, value: Any, model_path: str, what: str
-) -> Iterator[Finding]:
-    """A string against the length and pattern the API model gives for ``model_path``."""
-    if not context.known(value) or not isinstance(value, str):
-        return
-    if service_model.matches(model_path, value):
-        return
-    bounds = service_model.bounds(model_path)
+def misfits_string(context: RuleContext, value: Any, model_path: str) -> bool:
+    """A concrete string that breaks the length or pattern the API model gives ``model_path``."""
+    if not isinstance(value, str):
+        return False
+    return not service_model.string_limits(model_path).fits(value) and not context.is_token(value)
+
+
+def string_finding(path: str, value: Any, model_path: str, what: str) -> Finding:
+    """The finding for a string that ``misfits_string``."""
+    bounds = service_model.string_limits(model_path).bounds
     allowed = bounds.describe_length()
     if bounds.pattern and bounds.pattern not in (".*", ".+"):
         allowed += f" matching /{bounds.pattern}/"
-    yield Finding(
+    return Finding(
         path=path,
         problem=f"The {what} does not fit the CreateTrainingJob API ({model_path}).",
         value=value,
@@ -38,28 +43,47 @@ def model_string(
     )
 
 
+def model_string(
+    context: RuleContext, path: str, value: Any, model_path: str, what: str
+) -> Iterator[Finding]:
+    """A string against the length and pattern the API model gives for ``model_path``."""
+    if misfits_string(context, value, model_path):
+        yield string_finding(path, value, model_path, what)
+
+
+def misses_enum(context: RuleContext, value: Any, model_path: str) -> bool:
+    """A concrete value that is not in the API model's enum for ``model_path``."""
+    if value is None:
+        return False
+    # The enum holds strings only: any other value misses it (and may not be hashable).
+    missing = not isinstance(value, str) or value not in service_model.enum_values(model_path)
+    return missing and not context.is_token(value)
+
+
+def enum_finding(path: str, value: Any, model_path: str, what: str) -> Finding:
+    """The finding for a value that ``misses_enum``."""
+    allowed = service_model.bounds(model_path).enum
+    return Finding(
+        path=path,
+        problem=f"The {what} is not a value the CreateTrainingJob API accepts ({model_path}).",
+        value=value,
+        allowed=one_of(allowed),
+        fix=f"use one of: {one_of(allowed)}",
+    )
+
+
 def model_enum(
     context: RuleContext, path: str, value: Any, model_path: str, what: str
 ) -> Iterator[Finding]:
-    if not context.known(value):
-        return
-    allowed = service_model.bounds(model_path).enum
-    if value not in allowed:
-        yield Finding(
-            path=path,
-            problem=f"The {what} is not a value the CreateTrainingJob API accepts ({model_path}).",
-            value=value,
-            allowed=one_of(allowed),
-            fix=f"use one of: {one_of(allowed)}",
-        )
+    if misses_enum(context, value, model_path):
+        yield enum_finding(path, value, model_path, what)
 
 
-def model_count(path: str, items: Any, model_path: str, what: str) -> Iterator[Finding]:
+def model_count(path: str, items: Sized, model_path: str, what: str) -> Iterator[Finding]:
     """A list or map size against the API model's bounds."""
     bounds = service_model.bounds(model_path)
     size = len(items)
-    low = bounds.minimum or 0
-    if size < low or (bounds.maximum is not None and size > bounds.maximum):
+    if size < (bounds.minimum or 0) or (bounds.maximum is not None and size > bounds.maximum):
         allowed = bounds.describe_length(what)
         yield Finding(
             path=path,
@@ -81,7 +105,9 @@ def channel_path(name: str, field: str = "") -> str:
     return f"channels.{name}" + (f".{field}" if field else "")
 
 
+S3_URI = "InputDataConfig[].DataSource.S3DataSource.S3Uri"
+
+
 def s3_uri_finding(context: RuleContext, path: str, value: Any, what: str) -> Iterator[Finding]:
-    yield from model_string(
-        context, path, value, "InputDataConfig[].DataSource.S3DataSource.S3Uri", what
-    )
+    if misfits_string(context, value, S3_URI):
+        yield string_finding(path, value, S3_URI, what)
