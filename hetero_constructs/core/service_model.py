@@ -11,8 +11,10 @@ botocore's ``ParamValidator`` would reject it (whose own report is produced only
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -369,6 +371,19 @@ def _range(low: int | None, high: int | None, unit: str) -> str:
     return f"{low} to {high}{suffix}"
 
 
+def _size_limits(shape: Shape) -> tuple[int | None, int | None, int, int, int]:
+    """min, max, and the three as plain numbers for sizes: min (0), max, botocore's min (0)."""
+    low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    botocore_low = _botocore_minimum(shape)
+    return (
+        low,
+        high,
+        0 if low is None else low,
+        sys.maxsize if high is None else high,
+        0 if botocore_low is None else botocore_low,
+    )
+
+
 def _botocore_minimum(shape: Shape) -> int | None:
     """The minimum botocore enforces: the model's, or 1 for host-label members."""
     if "min" in shape.metadata:
@@ -447,14 +462,13 @@ class _ValidatorBuilder:
 
     def _list(self, shape: ListShape) -> _Validator:
         member = self.build(shape.member)
-        low, high = shape.metadata.get("min"), shape.metadata.get("max")
-        botocore_low = _botocore_minimum(shape)
+        low, high, floor, ceiling, botocore_floor = _size_limits(shape)
 
         def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
             if isinstance(value, list):
                 found = problems
                 size = len(value)
-                if (low is not None and size < low) or (high is not None and size > high):
+                if size < floor or size > ceiling:
                     allowed = _range(low, high, "items")
                     found.append(ShapeProblem(_render(where), f"has {size} items", value, allowed))
             elif isinstance(value, tuple):
@@ -462,7 +476,7 @@ class _ValidatorBuilder:
                 size = len(value)
             else:
                 return _REJECTED
-            flags = _REJECTED if botocore_low is not None and size < botocore_low else 0
+            flags = _REJECTED if size < botocore_floor else 0
             for index, item in enumerate(value):
                 flags |= member(item, (where, _INDEX, index), found)
             return flags
@@ -472,7 +486,7 @@ class _ValidatorBuilder:
     def _map(self, shape: MapShape) -> _Validator:
         key_validator = self.build(shape.key)
         value_validator = self.build(shape.value)
-        low, high = shape.metadata.get("min"), shape.metadata.get("max")
+        low, high, floor, ceiling, _ = _size_limits(shape)  # botocore checks no map size
 
         def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
             if isinstance(value, dict):
@@ -482,7 +496,7 @@ class _ValidatorBuilder:
             else:
                 return _REJECTED
             size = len(value)
-            if (low is not None and size < low) or (high is not None and size > high):
+            if size < floor or size > ceiling:
                 allowed = _range(low, high, "entries")
                 problems.append(ShapeProblem(_render(where), f"has {size} entries", value, allowed))
             for key, item in value.items():
@@ -494,8 +508,7 @@ class _ValidatorBuilder:
 
 
 def _string(shape: Shape) -> _Validator:
-    low, high = shape.metadata.get("min"), shape.metadata.get("max")
-    botocore_low = _botocore_minimum(shape)
+    low, high, floor, ceiling, botocore_floor = _size_limits(shape)
     enum_values: list[str] = list(getattr(shape, "enum", None) or ())
     enum = frozenset(enum_values)
     listed = ", ".join(enum_values[:8]) + (
@@ -508,7 +521,7 @@ def _string(shape: Shape) -> _Validator:
         if not isinstance(value, str):
             return _REJECTED
         size = len(value)
-        if (low is not None and size < low) or (high is not None and size > high):
+        if size < floor or size > ceiling:
             allowed = _range(low, high, "characters")
             problems.append(ShapeProblem(_render(where), f"has {size} characters", value, allowed))
         if enum and value not in enum:
@@ -521,7 +534,7 @@ def _string(shape: Shape) -> _Validator:
                     _render(where), "does not match the API pattern", value, f"/{pattern_text}/"
                 )
             )
-        return _REJECTED if botocore_low is not None and size < botocore_low else 0
+        return _REJECTED if size < botocore_floor else 0
 
     return validate
 
@@ -529,11 +542,13 @@ def _string(shape: Shape) -> _Validator:
 def _integer(shape: Shape) -> _Validator:
     low, high = shape.metadata.get("min"), shape.metadata.get("max")
     botocore_low = _botocore_minimum(shape)
+    floor = -math.inf if low is None else low
+    ceiling = math.inf if high is None else high
 
     def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
         if not isinstance(value, int):
             return _REJECTED
-        if (low is not None and value < low) or (high is not None and value > high):
+        if value < floor or value > ceiling:
             allowed = _range(low, high, "")
             problems.append(
                 ShapeProblem(_render(where), "is out of the API's range", value, allowed)

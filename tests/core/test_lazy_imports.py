@@ -1,0 +1,76 @@
+"""The packages import their names on first use: one core module costs only that module."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hetero_constructs
+import hetero_constructs.core
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def modules_after(statement: str) -> list[str]:
+    """The library's and botocore's modules a fresh interpreter holds after ``statement``."""
+    script = (
+        f"import sys\n{statement}\n"
+        "import json\n"
+        "print(json.dumps(sorted(m for m in sys.modules "
+        "if m.split('.')[0] in ('hetero_constructs', 'botocore', 'boto3', 'yaml'))))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-B", "-c", script],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return list(json.loads(result.stdout))
+
+
+def test_one_core_module_imports_only_that_module() -> None:
+    assert modules_after("from hetero_constructs.core import lifecycle") == [
+        "hetero_constructs",
+        "hetero_constructs.core",
+        "hetero_constructs.core.lifecycle",
+    ]
+    assert modules_after("import hetero_constructs") == ["hetero_constructs"]
+
+
+def test_a_name_imports_its_module_on_first_use() -> None:
+    loaded = modules_after("from hetero_constructs import TrainingSpec")
+    assert "hetero_constructs.core.spec" in loaded
+    assert "hetero_constructs.core.rules" not in loaded
+    assert "botocore" not in loaded
+
+
+@pytest.mark.parametrize("package", [hetero_constructs, hetero_constructs.core])
+def test_every_exported_name_is_the_defining_modules_object(package: Any) -> None:
+    lazy: dict[str, str] = package._LAZY
+    assert sorted(lazy) == sorted(package.__all__)
+    for name, module in lazy.items():
+        if module.startswith(("hetero_constructs.cdk", "hetero_constructs.runtime")):
+            continue  # aws_cdk is slow to import; tests/core/test_spec_file.py resolves them
+        assert getattr(package, name) is getattr(importlib.import_module(module), name)
+    assert set(package.__all__) <= set(dir(package))
+    with pytest.raises(AttributeError):
+        package.not_a_name  # noqa: B018
+
+
+def test_plan_is_the_function_whatever_was_imported_first() -> None:
+    script = (
+        "import hetero_constructs.core.plan\n"
+        "from hetero_constructs.core import plan\n"
+        "import hetero_constructs\n"
+        "assert callable(plan) and plan.__module__ == 'hetero_constructs.core.plan', plan\n"
+        "assert hetero_constructs.core.plan is plan and hetero_constructs.plan is plan\n"
+    )
+    subprocess.run([sys.executable, "-B", "-c", script], cwd=ROOT, check=True)
