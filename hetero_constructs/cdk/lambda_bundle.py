@@ -1,31 +1,296 @@
-"""The Lambda package: the handlers, the core they validate with, and the SageMaker model."""
+"""The Lambda package: the handlers, the core they validate with, and the part of botocore's
+SageMaker model they use.
+
+- The model is generated at build time from botocore's full model (never edited by hand): the
+  shapes reachable from the inputs, outputs and errors of ``LAMBDA_OPERATIONS`` and of the
+  operation the core reads, without documentation. The Lambda's botocore loads it through
+  ``AWS_DATA_PATH``, so the handlers validate against the model the synth validated against.
+- The core ships without what only documentation uses: the rule catalogue generator, and, in
+  every module, docstrings, comments, typing-only imports and the rules' ``source``/``example``
+  texts. Those are blanked, not deleted, so line numbers in a Lambda traceback match the
+  repository.
+"""
 
 from __future__ import annotations
 
+import ast
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import tokenize
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
-import botocore
+import botocore.loaders
 
-from hetero_constructs.cdk.packaging import staged_directory
+from hetero_constructs.core import service_model
 from hetero_constructs.handlers import lambda_source
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# The SageMaker operations the handlers call; extend it when a handler calls another one.
+LAMBDA_OPERATIONS = (
+    "CreateTrainingJob",
+    "DescribeTrainingJob",
+    "StopTrainingJob",
+    "ListTrainingJobs",
+    "ListTags",
+    "AddTags",
+)
+# The folder under the package root that AWS_DATA_PATH names.
 DATA_PATH = "botocore_data"
+SERVICE = "sagemaker"
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+# Core modules the Lambda never imports: the rule catalogue generator.
+LEFT_OUT = frozenset({"core/rules/docs.py"})
+CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
+_DOC_KEYS = frozenset({"documentation", "documentationUrl"})
+_RULE_DOC_ARGUMENTS = frozenset({"source", "example"})
+
+
+# -- The model -------------------------------------------------------------------------------
+
+
+def _botocore_loader() -> botocore.loaders.Loader:
+    """botocore's own data only (no AWS_DATA_PATH, no ~/.aws/models)."""
+    builtin = os.path.join(os.path.dirname(botocore.loaders.__file__), "data")
+    return botocore.loaders.Loader(extra_search_paths=[builtin], include_default_search_paths=False)
+
+
+def _reachable(shapes: Mapping[str, Any], roots: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    pending = list(roots)
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        found.add(name)
+        shape = shapes[name]
+        refs = [*shape.get("members", {}).values()]
+        refs += [shape[key] for key in ("member", "key", "value") if key in shape]
+        pending.extend(ref["shape"] for ref in refs)
+    return found
+
+
+def _without_documentation(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_documentation(v) for k, v in value.items() if k not in _DOC_KEYS}
+    if isinstance(value, list):
+        return [_without_documentation(v) for v in value]
+    return value
+
+
+def trimmed_service_model(
+    operations: Sequence[str] = LAMBDA_OPERATIONS,
+) -> tuple[str, dict[str, Any]]:
+    """The API version and the SageMaker model cut down to ``operations`` and what the core reads.
+
+    Each operation keeps its definition; the shapes are those reachable from the operations'
+    inputs, outputs and errors. Documentation strings are left out.
+    """
+    loader = _botocore_loader()
+    version = loader.determine_latest_version(SERVICE, "service-2")
+    full = loader.load_service_model(SERVICE, "service-2", version)
+    kept = sorted({*operations, service_model.OPERATION})
+    roots = [
+        ref["shape"]
+        for name in kept
+        for operation in [full["operations"][name]]
+        for ref in [operation.get("input"), operation.get("output"), *operation.get("errors", [])]
+        if ref is not None
+    ]
+    shapes = full["shapes"]
+    model = {key: value for key, value in full.items() if key not in ("operations", "shapes")}
+    model["operations"] = {name: _without_documentation(full["operations"][name]) for name in kept}
+    model["shapes"] = {
+        name: _without_documentation(shapes[name]) for name in sorted(_reachable(shapes, roots))
+    }
+    return version, _without_documentation(model)
+
+
+# -- The sources -------------------------------------------------------------------------------
+
+
+def _docstring(node: ast.AST) -> ast.Expr | None:
+    body = getattr(node, "body", None)
+    if (
+        isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
+        return body[0]
+    return None
+
+
+_Part = ast.stmt | ast.expr
+
+
+def _documentation_only(tree: ast.Module) -> Iterator[tuple[_Part, str]]:
+    """(node, replacement) for each part of a module that only documentation and typing use."""
+    for node in ast.walk(tree):
+        docstring = _docstring(node)
+        if docstring is not None:
+            only_statement = len(getattr(node, "body", ())) == 1
+            yield docstring, "..." if only_statement and not isinstance(node, ast.Module) else ""
+        if (
+            isinstance(node, ast.If)
+            and isinstance(node.test, ast.Name)
+            and node.test.id == "TYPE_CHECKING"
+            and not node.orelse
+        ):
+            yield from ((statement, "") for statement in node.body[1:])
+            yield node.body[0], "pass"
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "rule"
+        ):
+            for keyword in node.keywords:
+                if keyword.arg in _RULE_DOC_ARGUMENTS:
+                    yield keyword.value, '""'
+
+
+def _replace(lines: list[bytes], node: _Part, replacement: str) -> None:
+    """Put ``replacement`` where ``node`` was; the lines it spanned stay, empty."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    start, end = node.col_offset, node.end_col_offset or 0  # UTF-8 byte offsets
+    head, tail = lines[first][:start], lines[last][end:]
+    if first == last:
+        lines[first] = head + replacement.encode() + tail
+        return
+    lines[first] = head + replacement.encode() + b"\n"
+    for index in range(first + 1, last):
+        lines[index] = b"\n"
+    lines[last] = tail if tail.strip() else b"\n"
+
+
+def bundled_source(source: str) -> str:
+    """``source`` without its docstrings, comments, typing-only imports and rule doc texts.
+
+    Every line keeps its number; a body left with only a docstring gets ``...``.
+    """
+    tree = ast.parse(source)
+    lines = source.encode().splitlines(keepends=True)
+    edits = sorted(_documentation_only(tree), key=lambda edit: (edit[0].lineno, edit[0].col_offset))
+    covered_to = (0, 0)
+    kept: list[tuple[_Part, str]] = []
+    for node, replacement in edits:  # skip parts inside a part already blanked
+        if (node.lineno, node.col_offset) >= covered_to:
+            kept.append((node, replacement))
+            covered_to = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    for node, replacement in reversed(kept):
+        _replace(lines, node, replacement)
+    text = b"".join(lines).decode()
+    comments = [
+        token
+        for token in tokenize.generate_tokens(io.StringIO(text).readline)
+        if token.type == tokenize.COMMENT
+    ]
+    numbered = text.splitlines(keepends=True)
+    for token in reversed(comments):
+        row, column = token.start
+        numbered[row - 1] = numbered[row - 1][:column].rstrip() + "\n"
+    return "".join(line if line.strip() else "\n" for line in numbered)
+
+
+def _core_files() -> Iterator[tuple[str, Path]]:
+    yield "hetero_constructs/__init__.py", PACKAGE_ROOT / "__init__.py"
+    core = PACKAGE_ROOT / "core"
+    for path in sorted(core.rglob("*.py")):
+        relative = path.relative_to(PACKAGE_ROOT).as_posix()
+        if "__pycache__" not in path.parts and relative not in LEFT_OUT:
+            yield f"hetero_constructs/{relative}", path
+
+
+def _handler_files() -> Iterator[tuple[str, Path]]:
+    for path in sorted(lambda_source().glob("*.py")):
+        yield path.name, path
+
+
+def package_files() -> dict[str, bytes]:
+    """Every file of the Lambda package: archive name -> content."""
+    files = {name: path.read_bytes() for name, path in _handler_files()}
+    for name, path in _core_files():
+        files[name] = bundled_source(path.read_text(encoding="utf-8")).encode()
+    version, model = trimmed_service_model()
+    model_text = json.dumps(model, sort_keys=True, separators=(",", ":"))
+    files[f"{DATA_PATH}/{SERVICE}/{version}/service-2.json"] = model_text.encode()
+    return files
+
+
+# -- The package ------------------------------------------------------------------------------
+
+
+def _fingerprint() -> tuple[tuple[str, int, int], ...]:
+    """What the package is built from: sources and model files, by size and time."""
+    model_dir = Path(botocore.loaders.__file__).parent / "data" / SERVICE
+    paths = [path for _, path in (*_handler_files(), *_core_files())]
+    paths += sorted(model_dir.rglob("service-2.json*"))
+    return tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in paths)
+
+
+@lru_cache(maxsize=4)
+def _staged(fingerprint: tuple[tuple[str, int, int], ...]) -> Path:
+    files = package_files()
+    digest = hashlib.sha256()
+    for name in sorted(files):
+        digest.update(name.encode() + b"\0" + files[name] + b"\0")
+    target = CACHE_ROOT / f"lambda-{digest.hexdigest()[:32]}"
+    if not target.is_dir():
+        CACHE_ROOT.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(dir=CACHE_ROOT))
+        for name, content in files.items():
+            destination = partial / name
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            destination.write_bytes(content)
+        try:
+            partial.replace(target)
+        except OSError:  # another process staged the same content first
+            shutil.rmtree(partial, ignore_errors=True)
+    return target
 
 
 def lambda_package() -> Path:
-    """The handlers, the core they validate with, and the SageMaker model the core reads.
+    """A staged folder: the handlers, ``hetero_constructs`` with its core, and the model.
 
-    The botocore model file is the one this synth validated against; ``AWS_DATA_PATH`` makes the
-    Lambda's botocore load it instead of whatever version the runtime ships.
+    The model is ``botocore_data/sagemaker/<version>/service-2.json``; point ``AWS_DATA_PATH``
+    at ``botocore_data`` in the package. The folder is content-addressed: the same sources give
+    the same folder, so the asset hash changes only when the package does.
     """
-    model_dir = Path(botocore.__file__).parent / "data" / "sagemaker"
-    versions = sorted(p for p in model_dir.iterdir() if p.is_dir())
-    model = next(versions[-1].glob("service-2.json*"))
-    sources = {
-        **{path.name: path for path in sorted(lambda_source().glob("*.py"))},
-        "hetero_constructs/__init__.py": PACKAGE_ROOT / "__init__.py",
-        "hetero_constructs/core": PACKAGE_ROOT / "core",
-        f"{DATA_PATH}/sagemaker/{versions[-1].name}/{model.name}": model,
-    }
-    return staged_directory(sources, "lambda")
+    staged = _staged(_fingerprint())
+    if not staged.is_dir():  # the temporary folder was cleaned meanwhile
+        _staged.cache_clear()
+        staged = _staged(_fingerprint())
+    return staged
+
+
+def zip_bytes(directory: Path) -> bytes:
+    """The folder as a deterministic zip: sorted entries, fixed times, deflate level 9 (the
+    compression the CDK uses for directory assets), caches left out."""
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as zipped:
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            name = path.relative_to(directory).as_posix()
+            if "__pycache__" in name or name.endswith(".pyc"):
+                continue
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            zipped.writestr(info, path.read_bytes(), zipfile.ZIP_DEFLATED, 9)
+    return archive.getvalue()
+
+
+__all__ = [
+    "DATA_PATH",
+    "LAMBDA_OPERATIONS",
+    "bundled_source",
+    "lambda_package",
+    "package_files",
+    "trimmed_service_model",
+    "zip_bytes",
+]
