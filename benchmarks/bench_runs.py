@@ -1,25 +1,18 @@
-"""Figures of a training run: history size, Lambda cold import, Lambda package size.
+"""Figures of a training run: the size of its execution history.
 
 Measured in this run, on the example app synthesized in-process and run in moto (no AWS):
-- history events of one execution whose job takes 1 hour and 28 days (simulated: the job's
-  end event carries those times; the callback design makes the count independent of them);
-- the handlers' cold import time against ``import boto3`` alone (fresh interpreters);
-- the size of the Lambda package as deployed (zip of the staged folder).
-Usage: ``.venv/bin/python benchmarks/bench_runs.py [--imports 7]``.
+history events of one execution whose job takes 1 hour and 28 days (simulated: the job's end
+event carries those times; the callback design makes the count independent of them).
+The Lambda's package size and cold imports are measured by ``bench_lambda.py``.
+Usage: ``.venv/bin/python benchmarks/bench_runs.py``.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import os
-import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
-import zipfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -51,45 +44,11 @@ def history_events(durations: list[timedelta]) -> list[int]:
     return counts
 
 
-def import_seconds(statement: str, cwd: Path, rounds: int) -> float:
-    """Median wall time of a fresh interpreter running ``statement``, minus an empty one."""
-
-    def once(code: str) -> float:
-        start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", code], cwd=cwd, check=True)
-        return time.perf_counter() - start
-
-    empty = statistics.median(once("pass") for _ in range(rounds))
-    return statistics.median(once(statement) for _ in range(rounds)) - empty
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--imports", type=int, default=7, help="interpreters per measurement")
-    args = parser.parse_args()
-    from hetero_constructs.cdk.runner import lambda_package
-
-    package = lambda_package()
-    copy = Path(tempfile.mkdtemp(prefix="bench-lambda-")) / "package"
-    shutil.copytree(package, copy)  # importing writes __pycache__; keep the staged folder clean
-    archive = io.BytesIO()
-    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
-        for path in sorted(p for p in package.rglob("*") if p.is_file()):
-            zipped.write(path, path.relative_to(package).as_posix())
-    boto3_seconds = import_seconds("import boto3", copy, args.imports)
-    handler_seconds = import_seconds("import submit, events", copy, args.imports)
+    argparse.ArgumentParser(description=__doc__).parse_args()
     one_hour, four_weeks = history_events([timedelta(hours=1), timedelta(days=28)])
-    files = [p for p in package.rglob("*") if p.is_file()]
-    unpacked = sum(p.stat().st_size for p in files)
-    print(f"lambda package: {len(files)} files, {unpacked} bytes unpacked")
-    print(
-        f"cold import: handlers {handler_seconds * 1000:.0f} ms, boto3 alone "
-        f"{boto3_seconds * 1000:.0f} ms (median of {args.imports} fresh interpreters each)"
-    )
     print(f"history events 1h: {one_hour}")
     print(f"history events 28d: {four_weeks}")
-    print(f"cold import ratio handler/boto3: {handler_seconds / boto3_seconds:.2f}")
-    print(f"lambda package bytes: {len(archive.getvalue())}")
 
 
 if __name__ == "__main__":

@@ -66,6 +66,13 @@ class Deployment:
     dlc_image_uri: str | None = None
 
 
+_NO_DEPLOYMENT = Deployment()
+
+
+def _present(value: Any) -> bool:
+    return value is not None
+
+
 class RuleContext:
     """The spec plus derived facts; cached so each is computed once per validation."""
 
@@ -76,11 +83,15 @@ class RuleContext:
         is_token: TokenPredicate = never_a_token,
     ) -> None:
         self.spec = spec
-        self.deployment = deployment or Deployment()
+        self.deployment = deployment or _NO_DEPLOYMENT
         self.is_token = is_token
+        #: ``known(value)``: the value is present and concrete (not a CDK token to be resolved
+        #: at deploy). Without a token predicate every present value is concrete.
+        self.known: Callable[[Any], bool] = (
+            _present if is_token is never_a_token else self._present_and_concrete
+        )
 
-    def known(self, value: Any) -> bool:
-        """A value that is present and concrete (not a CDK token to be resolved at deploy)."""
+    def _present_and_concrete(self, value: Any) -> bool:
         return value is not None and not self.is_token(value)
 
     # -- deployment inputs, deployment first --------------------------------------------------

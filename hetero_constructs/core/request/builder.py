@@ -176,6 +176,6 @@ def _environment(context: RuleContext) -> dict[str, str]:
 
 def _integer(context: RuleContext, value: Any) -> Any:
     """Integral floats become ints; CDK number tokens stay as they are."""
-    if context.is_token(value) or isinstance(value, int):
+    if isinstance(value, int) or context.is_token(value):
         return value
     return int(value)
