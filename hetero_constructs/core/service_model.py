@@ -17,10 +17,9 @@ import re
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import cache, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import botocore.loaders
 from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
@@ -30,8 +29,7 @@ OPERATION = "CreateTrainingJob"
 # -- Model patterns are Java regular expressions ------------------------------------------------
 
 
-@dataclass(frozen=True)
-class JavaClass:
+class JavaClass(NamedTuple):
     """How one Java character class of the model is written for Python's ``re``.
 
     ``members`` goes inside a character set. ``exact`` is False where Python has no such
@@ -222,8 +220,7 @@ def _shape_at(path: str) -> Shape:
     return shape
 
 
-@dataclass(frozen=True)
-class Bounds:
+class Bounds(NamedTuple):
     """The constraints the model puts on one shape."""
 
     minimum: int | None
@@ -319,16 +316,16 @@ def dns_suffix(region: str) -> str | None:
 # -- Whole-request checks --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ShapeProblem:
+class ShapeProblem(NamedTuple):
+    """One constraint of the model that a request breaks, where, and what is allowed."""
+
     path: str
     problem: str
     value: Any
     allowed: str
 
 
-@dataclass(frozen=True)
-class RequestVerdict:
+class RequestVerdict(NamedTuple):
     """Every model constraint a request breaks, and botocore's report when it rejects it."""
 
     problems: list[ShapeProblem]

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.violations import Violation
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """What a check found: where, what is wrong, the value, what is allowed, the fix."""
 
     path: str
@@ -30,8 +28,7 @@ class Finding:
 CheckFunction = Callable[[RuleContext], Iterable[Finding]]
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     id: str
     topic: str
     title: str
