@@ -78,8 +78,7 @@ JAVA_CLASSES: dict[str, JavaClass] = {
     },
 }
 
-_TOKEN = re.compile(
-    r"""
+_TOKENS = r"""
       (?P<java_class>\\[pP](?:\{\w+\}|[A-Za-z]))
     | \\u(?P<high>[dD][89abAB][0-9a-fA-F]{2})\\u(?P<low>[dD][c-fC-F][0-9a-fA-F]{2})
     | (?P<quoted>\\[QE])
@@ -88,27 +87,32 @@ _TOKEN = re.compile(
     | (?P<anchor_repeat>\$\{\d+(?:,\d*)?\})
     | (?P<intersection>&&)
     | .
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+    """
+# Constructs that read a group's text; without them, no group's capture is ever read.
+_GROUP_READERS = r"\\[1-9]|\(\?P=|\\k<|\(\?\("
 
 
 class UntranslatablePattern(ValueError):
     """A Java construct with no Python equivalent that keeps the pattern's meaning."""
 
 
-def translate_pattern(pattern: str) -> str:
+def translate_pattern(pattern: str, *, keep_groups: bool = False) -> str:
     """A model pattern (Java syntax) rewritten for Python's ``re``.
 
     - ``\\p{...}`` classes become the Python classes of ``JAVA_CLASSES``;
     - a UTF-16 surrogate pair escape (``\\uD800\\uDC00``) becomes the code point it encodes;
     - a quantifier on the end anchor (``${1,128}``) is dropped: it repeats a zero-width match.
 
+    - groups become non-capturing (``(?:``): a full match never reads what they captured, and
+      Python's engine repeats a non-capturing group faster. ``keep_groups`` keeps them, and
+      so does a pattern with a backreference.
+
     Raises ``UntranslatablePattern`` for negated classes, nested sets and ``\\Q...\\E``.
     """
     out: list[str] = []
     in_set = False
-    for token in _TOKEN.finditer(pattern):
+    keep_groups = keep_groups or re.search(_GROUP_READERS, pattern) is not None
+    for token in re.finditer(_TOKENS, pattern, re.VERBOSE | re.DOTALL):
         text = token.group()
         if token.group("java_class"):
             java = JAVA_CLASSES.get(text)
@@ -130,6 +134,8 @@ def translate_pattern(pattern: str) -> str:
             out.append(text)
         elif token.group("anchor_repeat") and not in_set:
             out.append("$")
+        elif text == "(" and not in_set and not keep_groups and pattern[token.end() :][:1] != "?":
+            out.append("(?:")
         else:
             out.append(text)
     return "".join(out)

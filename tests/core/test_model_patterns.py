@@ -13,6 +13,8 @@ from functools import cache
 
 import pytest
 from botocore.model import ListShape, MapShape, Shape, StructureShape
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from hetero_constructs.core import service_model
 from hetero_constructs.core.service_model import (
@@ -143,12 +145,30 @@ def test_translations_of_other_java_constructs() -> None:
     assert re.fullmatch(translate_pattern(utf16), "a\U0001f600\U0010ffff\t")
     assert not re.fullmatch(translate_pattern(utf16), "\x01")
     # A quantified end anchor repeats a zero-width match.
-    assert translate_pattern(r"([a-z]*)${1,128}") == r"([a-z]*)$"
+    assert translate_pattern(r"([a-z]*)${1,128}") == r"(?:[a-z]*)$"
     assert translate_pattern(r"[$]{2}") == r"[$]{2}"
     assert translate_pattern(r"x\p{Alnum}+[\p{Alnum}_]") == r"x[a-zA-Z0-9]+[a-zA-Z0-9_]"
+    # Groups stop capturing (a full match reads no group), unless a backreference reads one.
+    assert translate_pattern(r"(a|b)(?<!-)\(") == r"(?:a|b)(?<!-)\("
+    assert translate_pattern(r"(a|b)\1") == r"(a|b)\1"
     for untranslatable in (r"[\P{L}]", r"[a-z&&[^aeiou]]", r"\Qa.b\E", r"\p{IsGreek}"):
         with pytest.raises(UntranslatablePattern):
             translate_pattern(untranslatable)
+
+
+@pytest.mark.parametrize("pattern", sorted(create_training_job_patterns()))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_groups_that_capture_nothing_read_match_the_same_strings(
+    pattern: str, data: st.DataObject
+) -> None:
+    capturing = re.compile(translate_pattern(pattern, keep_groups=True), re.DOTALL)
+    plain = re.compile(translate_pattern(pattern), re.DOTALL)
+    matching = data.draw(st.from_regex(capturing, fullmatch=True).filter(lambda t: len(t) < 300))
+    near = [matching[:-1], matching + "-", "-" + matching, matching.upper()]
+    other = data.draw(st.text(alphabet="aZ9-:/._ é", max_size=30) | st.sampled_from(near))
+    for text in (matching, other):
+        assert bool(plain.fullmatch(text)) == bool(capturing.fullmatch(text)), text
 
 
 def test_an_untranslatable_pattern_is_not_enforced_and_is_recorded() -> None:
