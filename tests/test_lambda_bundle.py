@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -325,3 +326,17 @@ def test_every_bundled_module_compiles_with_its_line_count() -> None:
         compile(bundled, str(path), "exec")
         assert len(bundled.splitlines()) == len(source.splitlines()), path
         assert len(bundled) < len(source) or not source.strip(), path
+
+
+def test_every_sagemaker_call_of_the_handlers_is_in_the_trimmed_model(package: Path) -> None:
+    """A handler that calls another SageMaker API needs it in LAMBDA_OPERATIONS."""
+    full, _ = _client_on(Path(botocore.__file__).parent / "data")
+    methods = full.meta.method_to_api_mapping
+    called = {
+        methods[name]
+        for path in package.glob("*.py")
+        for name in re.findall(r"\.(\w+)\(", path.read_text())
+        if name in methods
+    }
+    assert {"CreateTrainingJob", "DescribeTrainingJob", "StopTrainingJob"} <= called
+    assert called <= set(LAMBDA_OPERATIONS)

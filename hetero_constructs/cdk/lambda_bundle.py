@@ -5,10 +5,10 @@ SageMaker model they use.
   shapes reachable from the inputs, outputs and errors of ``LAMBDA_OPERATIONS`` and of the
   operation the core reads, without documentation. The Lambda's botocore loads it through
   ``AWS_DATA_PATH``, so the handlers validate against the model the synth validated against.
-- The core ships without what only documentation uses: the rule catalogue generator, and, in
-  every module, docstrings, comments, typing-only imports and the rules' ``source``/``example``
-  texts. Those are blanked, not deleted, so line numbers in a Lambda traceback match the
-  repository.
+- The handlers and the core ship without what only documentation uses: the rule catalogue
+  generator, and, in every module, docstrings, comments, typing-only imports and the rules'
+  ``source``/``example`` texts. Those are blanked, not deleted, so line numbers in a Lambda
+  traceback match the repository.
 """
 
 from __future__ import annotations
@@ -45,8 +45,9 @@ LAMBDA_OPERATIONS = (
 DATA_PATH = "botocore_data"
 SERVICE = "sagemaker"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-# Core modules the Lambda never imports: the rule catalogue generator.
-LEFT_OUT = frozenset({"core/rules/docs.py"})
+# Core modules the Lambda never imports: the rule catalogue generator, and the YAML reader
+# (spec files only; the Lambda gets its spec as JSON and its runtime has no PyYAML).
+LEFT_OUT = frozenset({"core/rules/docs.py", "core/spec_yaml.py"})
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 _DOC_KEYS = frozenset({"documentation", "documentationUrl"})
 _RULE_DOC_ARGUMENTS = frozenset({"source", "example"})
@@ -215,9 +216,10 @@ def _handler_files() -> Iterator[tuple[str, Path]]:
 
 def package_files() -> dict[str, bytes]:
     """Every file of the Lambda package: archive name -> content."""
-    files = {name: path.read_bytes() for name, path in _handler_files()}
-    for name, path in _core_files():
-        files[name] = bundled_source(path.read_text(encoding="utf-8")).encode()
+    files = {
+        name: bundled_source(path.read_text(encoding="utf-8")).encode()
+        for name, path in (*_handler_files(), *_core_files())
+    }
     version, model = trimmed_service_model()
     model_text = json.dumps(model, sort_keys=True, separators=(",", ":"))
     files[f"{DATA_PATH}/{SERVICE}/{version}/service-2.json"] = model_text.encode()
