@@ -162,16 +162,23 @@ def compile_pattern(pattern: str) -> re.Pattern[str]:
 
 # Patterns every string fully matches (with DOTALL): checking them would only cost time.
 _TOTAL_PATTERNS = frozenset({".*", r"[\S\s]*", r"[\s\S]*"})
+# Patterns every string but the empty one fully matches (with DOTALL).
+_NON_EMPTY_PATTERNS = frozenset({".+", r"[\S\s]+", r"[\s\S]+"})
 
 
 class _LazyPattern:
-    """A model pattern compiled on its first use (a request touches few of the model's)."""
+    """A model pattern compiled on its first use (a request touches few of the model's).
+
+    ``fullmatch(value)`` is truthy exactly when the pattern matches all of ``value``.
+    """
 
     __slots__ = ("fullmatch", "source")
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self.fullmatch: Callable[[str], object] = self._compile_and_match
+        self.fullmatch: Callable[[str], object] = (
+            len if source in _NON_EMPTY_PATTERNS else self._compile_and_match
+        )
 
     def _compile_and_match(self, value: str) -> object:
         self.fullmatch = compile_pattern(self.source).fullmatch
@@ -259,38 +266,33 @@ def bounds(path: str) -> Bounds:
     return found
 
 
-class StringLimits:
-    """The length and pattern of one string shape, ready to test values against."""
-
-    __slots__ = ("bounds", "maximum", "minimum", "pattern")
-
-    def __init__(self, shape_bounds: Bounds) -> None:
-        self.bounds = shape_bounds
-        self.minimum = shape_bounds.minimum if shape_bounds.minimum is not None else 0
-        self.maximum = shape_bounds.maximum
-        self.pattern = _lazy_pattern(shape_bounds.pattern)
-
-    def fits(self, value: str) -> bool:
-        size = len(value)
-        if size < self.minimum or (self.maximum is not None and size > self.maximum):
-            return False
-        return self.pattern is None or self.pattern.fullmatch(value) is not None
+def _fits_function(shape_bounds: Bounds) -> Callable[[str], bool]:
+    low = shape_bounds.minimum or 0
+    high = sys.maxsize if shape_bounds.maximum is None else shape_bounds.maximum
+    pattern = _lazy_pattern(shape_bounds.pattern)
+    if pattern is None:
+        return lambda value: low <= len(value) <= high
+    return lambda value: low <= len(value) <= high and bool(pattern.fullmatch(value))
 
 
-_STRING_LIMITS: dict[str, StringLimits] = {}
+# Model path -> whether a string fits the length and pattern of the shape there.
+STRING_FITS: dict[str, Callable[[str], bool]] = {}
 
 
-def string_limits(path: str) -> StringLimits:
-    """The ``StringLimits`` of the shape at ``path``, built once per path."""
-    found = _STRING_LIMITS.get(path)
+def string_fits(path: str) -> Callable[[str], bool]:
+    """The test of a string against the length and pattern at ``path``, built once per path.
+
+    ``STRING_FITS.get(path)`` finds it without a call once built.
+    """
+    found = STRING_FITS.get(path)
     if found is None:
-        found = _STRING_LIMITS[path] = StringLimits(bounds(path))
+        found = STRING_FITS[path] = _fits_function(bounds(path))
     return found
 
 
 def matches(path: str, value: str) -> bool:
     """True when ``value`` fits the pattern and length bounds of the shape at ``path``."""
-    return string_limits(path).fits(value)
+    return string_fits(path)(value)
 
 
 _ENUM_VALUES: dict[str, frozenset[str]] = {}
@@ -430,7 +432,7 @@ class _ValidatorBuilder:
             validator = _boolean
         else:  # blob, timestamp: only botocore's own checks
             validator = _undecided
-        if shape.serialization.get("jsonvalue") and shape.serialization.get("location") == "header":
+        if _special(shape):
             return _also_undecided(validator)
         return validator
 
@@ -490,6 +492,12 @@ class _ValidatorBuilder:
         key_validator = self.build(shape.key)
         value_validator = self.build(shape.value)
         low, high, floor, ceiling, _ = _size_limits(shape)  # botocore checks no map size
+        # Keys and values that are strings limited by length alone (hyperparameters) pass when
+        # their lengths fit: checked here, without calling their validators.
+        key_fit, value_fit = _length_only(shape.key), _length_only(shape.value)
+        shortcut = key_fit is not None and value_fit is not None
+        key_low, key_high = key_fit or (0, 0)
+        value_low, value_high = value_fit or (0, 0)
 
         def validate(value: Any, where: _Where, problems: list[ShapeProblem]) -> int:
             if isinstance(value, dict):
@@ -503,11 +511,36 @@ class _ValidatorBuilder:
                 allowed = _range(low, high, "entries")
                 problems.append(ShapeProblem(_render(where), f"has {size} entries", value, allowed))
             for key, item in value.items():
+                if (
+                    shortcut
+                    and key.__class__ is str
+                    and item.__class__ is str
+                    and key_low <= len(key) <= key_high
+                    and value_low <= len(item) <= value_high
+                ):
+                    continue
                 flags |= key_validator(key, (where, _KEY, key), problems)
                 flags |= value_validator(item, (where, _VALUE, key), problems)
             return flags
 
         return validate
+
+
+def _length_only(shape: Shape) -> tuple[int, int] | None:
+    """For a string shape limited by its length alone: the lengths that pass every check."""
+    pattern = shape.metadata.get("pattern")
+    if shape.type_name != "string" or getattr(shape, "enum", None):
+        return None
+    if (pattern is not None and pattern not in _TOTAL_PATTERNS) or _special(shape):
+        return None
+    _, _, floor, ceiling, botocore_floor = _size_limits(shape)
+    return max(floor, botocore_floor), ceiling
+
+
+def _special(shape: Shape) -> bool:
+    """A JSON value in a header: botocore judges it with its own check."""
+    serialization = shape.serialization
+    return bool(serialization.get("jsonvalue")) and serialization.get("location") == "header"
 
 
 def _string(shape: Shape) -> _Validator:
@@ -531,7 +564,7 @@ def _string(shape: Shape) -> _Validator:
             problems.append(
                 ShapeProblem(_render(where), "is not one of the API's values", value, listed)
             )
-        if pattern is not None and pattern.fullmatch(value) is None:
+        if pattern is not None and not pattern.fullmatch(value):
             problems.append(
                 ShapeProblem(
                     _render(where), "does not match the API pattern", value, f"/{pattern_text}/"

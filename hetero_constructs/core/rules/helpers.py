@@ -25,12 +25,13 @@ def misfits_string(context: RuleContext, value: Any, model_path: str) -> bool:
     """A concrete string that breaks the length or pattern the API model gives ``model_path``."""
     if not isinstance(value, str):
         return False
-    return not service_model.string_limits(model_path).fits(value) and not context.is_token(value)
+    fits = service_model.STRING_FITS.get(model_path) or service_model.string_fits(model_path)
+    return not fits(value) and not context.is_token(value)
 
 
 def string_finding(path: str, value: Any, model_path: str, what: str) -> Finding:
     """The finding for a string that ``misfits_string``."""
-    bounds = service_model.string_limits(model_path).bounds
+    bounds = service_model.bounds(model_path)
     allowed = bounds.describe_length()
     if bounds.pattern and bounds.pattern not in (".*", ".+"):
         allowed += f" matching /{bounds.pattern}/"
