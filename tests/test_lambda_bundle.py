@@ -11,9 +11,11 @@ import subprocess
 import sys
 import textwrap
 import types
+import warnings
 from pathlib import Path
 from typing import Any
 
+import boto3.session
 import botocore.session
 import pytest
 from botocore.exceptions import ParamValidationError
@@ -28,6 +30,7 @@ from hetero_constructs.cdk.lambda_bundle import (
     zip_bytes,
 )
 from hetero_constructs.core import service_model
+from hetero_constructs.core.service_model import UNCHECKED_PATTERNS, translate_pattern
 from tests.core.specs import spec_dict
 from tests.core.test_rules import CASES, _materialize
 
@@ -158,6 +161,17 @@ def test_trimmed_model_is_botocore_model_cut_to_the_operations() -> None:
     assert len(shapes) < len(full["shapes"]) / 10
 
 
+def test_every_pattern_of_the_trimmed_model_compiles() -> None:
+    _, trimmed = trimmed_service_model()
+    patterns = {s["pattern"] for s in trimmed["shapes"].values() if "pattern" in s}
+    assert r"arn:[\p{Alnum}\-]+:lambda:[\p{Alnum}\-]+:[0-9]{12}:function:.*" in patterns
+    for pattern in patterns:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            re.compile(translate_pattern(pattern), re.DOTALL)
+    assert not UNCHECKED_PATTERNS
+
+
 def test_trimmed_model_judges_specs_as_the_full_model_does(
     package: Path, specs: list[dict[str, Any]]
 ) -> None:
@@ -223,8 +237,8 @@ def _client_on(data_path: Path) -> tuple[Any, list[dict[str, Any]]]:
     """A SageMaker client on the model under ``data_path`` that sends nothing: each built call
     is recorded instead."""
     session = botocore.session.Session()
-    session.set_config_variable("data_path", str(data_path))
-    client = session.create_client(
+    session.set_config_variable("data_path", str(data_path))  # the Loader's AWS_DATA_PATH
+    client = boto3.session.Session(botocore_session=session).client(
         "sagemaker",
         region_name="us-west-2",
         aws_access_key_id="testing",
