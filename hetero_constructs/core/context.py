@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from hetero_constructs.core import catalog
 from hetero_constructs.core.spec import (
@@ -68,6 +71,49 @@ class Deployment:
 
 _NO_DEPLOYMENT = Deployment()
 
+# -- Local files -----------------------------------------------------------------------------
+# Rules ask whether a local source_dir is a directory and holds a file. A directory's listing is
+# read once and kept with the directory's identity; a plan then costs one stat of the directory,
+# and the listing is read again whenever the directory changed (an entry added, removed or
+# renamed changes its modification time). As git does for "racily clean" files, a listing is
+# kept only once the directory has not changed for RACY_SECONDS, so that a change within the
+# file system's timestamp granularity cannot go unseen.
+RACY_SECONDS = 2.0
+_MAX_LISTINGS = 256
+
+
+class _Listing(NamedTuple):
+    identity: tuple[int, int, int]  # device, inode, modification time (ns)
+    files: frozenset[str]  # names of regular files, symbolic links followed
+
+
+_LISTINGS: dict[str, _Listing] = {}
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def _read_listing(directory: str, info: os.stat_result) -> _Listing | None:
+    try:
+        with os.scandir(directory) as entries:
+            files = frozenset(e.name for e in entries if _is_regular_file(e))
+    except OSError:
+        return None
+    listing = _Listing(_identity(info), files)
+    if time.time() - info.st_mtime > RACY_SECONDS:
+        if len(_LISTINGS) >= _MAX_LISTINGS:
+            _LISTINGS.clear()
+        _LISTINGS[directory] = listing
+    return listing
+
+
+def _is_regular_file(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
+
 
 def _present(value: Any) -> bool:
     return value is not None
@@ -90,9 +136,46 @@ class RuleContext:
         self.known: Callable[[Any], bool] = (
             _present if is_token is never_a_token else self._present_and_concrete
         )
+        self._stats: dict[str, os.stat_result | None] = {}
 
     def _present_and_concrete(self, value: Any) -> bool:
         return value is not None and not self.is_token(value)
+
+    # -- local files, as ``os.path.isdir`` and ``os.path.isfile`` see them --------------------
+
+    def _stat(self, path: str) -> os.stat_result | None:
+        """``os.stat(path)``, once per path and validation (a validation is one snapshot)."""
+        stats = self._stats
+        if path not in stats:
+            try:
+                stats[path] = os.stat(path)
+            except (OSError, ValueError):
+                stats[path] = None
+        return stats[path]
+
+    def is_dir(self, path: str) -> bool:
+        """Whether ``path`` is a directory (symbolic links followed), like ``os.path.isdir``."""
+        info = self._stat(path)
+        return info is not None and stat.S_ISDIR(info.st_mode)
+
+    def is_file(self, path: str) -> bool:
+        """Whether ``path`` is a regular file (links followed), like ``os.path.isfile``.
+
+        Answered from its directory's listing (names match exactly, as on Linux where the
+        training container runs); one stat of the directory per validation shows whether the
+        listing kept from an earlier validation still holds.
+        """
+        directory, name = os.path.split(path)
+        directory = directory or os.curdir
+        info = self._stat(directory)
+        if info is None or not stat.S_ISDIR(info.st_mode) or name in ("", os.curdir, os.pardir):
+            return os.path.isfile(path)
+        listing = _LISTINGS.get(directory)
+        if listing is None or listing.identity != _identity(info):
+            listing = _read_listing(directory, info)
+            if listing is None:
+                return os.path.isfile(path)
+        return name in listing.files
 
     # -- deployment inputs, deployment first --------------------------------------------------
 

@@ -163,7 +163,7 @@ def entry_point(context: RuleContext) -> Iterator[Finding]:
     source_dir = spec.source_dir
     if not source_dir or not context.known(source_dir) or source_dir.startswith("s3://"):
         return
-    if os.path.isdir(source_dir) and not os.path.isfile(os.path.join(source_dir, entry)):
+    if context.is_dir(source_dir) and not context.is_file(os.path.join(source_dir, entry)):
         yield Finding(
             "entry_point",
             "The entry point is not in source_dir.",
@@ -199,7 +199,7 @@ def source_dir(context: RuleContext) -> Iterator[Finding]:
                 "an s3:// URI of a gzip tar object (.tar.gz, .tgz or .gz)",
                 "package the code as sourcedir.tar.gz and point at that object",
             )
-    elif not os.path.isdir(value):
+    elif not context.is_dir(value):
         yield Finding(
             "source_dir",
             "The source directory does not exist."
