@@ -15,6 +15,7 @@ import math
 import os
 import re
 import sys
+import unicodedata
 import warnings
 from collections.abc import Callable, Mapping
 from decimal import Decimal
@@ -47,7 +48,9 @@ class JavaClass(NamedTuple):
 _CATEGORY_CLASSES = {
     "L": JavaClass(r"\w", False, "letters are word characters; \\w also takes digits and _"),
     "N": JavaClass(r"\w", False, "numbers are word characters; \\w also takes letters and _"),
-    "Z": JavaClass(r"\s", False, "separators are whitespace; \\s also takes \\t\\n\\r\\f\\v"),
+    # Listed one by one (``_separators``): \s would also take tabs and newlines, which the
+    # API's tag pattern forbids.
+    "Z": JavaClass("", True, "space, line and paragraph separators, listed one by one"),
     "M": JavaClass(r"\W", False, "marks are non-word characters; \\W takes every other one"),
     "P": JavaClass(r"\W_", False, "punctuation is non-word characters and the underscore (Pc)"),
     "S": JavaClass(r"\W", False, "symbols are non-word characters; \\W takes every other one"),
@@ -92,6 +95,13 @@ _TOKENS = r"""
 _GROUP_READERS = r"\\[1-9]|\(\?P=|\\k<|\(\?\("
 
 
+@cache
+def _separators() -> str:
+    """Unicode category Z (space, line and paragraph separators), escaped for a set."""
+    found = (chr(code) for code in range(0x10000))  # every separator is in the BMP
+    return "".join(re.escape(char) for char in found if unicodedata.category(char)[0] == "Z")
+
+
 class UntranslatablePattern(ValueError):
     """A Java construct with no Python equivalent that keeps the pattern's meaning."""
 
@@ -118,7 +128,8 @@ def translate_pattern(pattern: str, *, keep_groups: bool = False) -> str:
             java = JAVA_CLASSES.get(text)
             if java is None:
                 raise UntranslatablePattern(f"{text} in /{pattern}/")
-            out.append(java.members if in_set else f"[{java.members}]")
+            members = _separators() if java is _CATEGORY_CLASSES["Z"] else java.members
+            out.append(members if in_set else f"[{members}]")
         elif token.group("high"):
             high, low = int(token.group("high"), 16), int(token.group("low"), 16)
             out.append(f"\\U{0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00):08X}")

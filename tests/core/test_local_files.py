@@ -12,6 +12,7 @@ import pytest
 from hetero_constructs.core import context as context_module
 from hetero_constructs.core.context import RACY_SECONDS, RuleContext
 from hetero_constructs.core.plan import plan
+from hetero_constructs.core.rules import rule_by_id
 from hetero_constructs.core.spec_file import load_spec_file
 
 EXAMPLE = (
@@ -82,9 +83,14 @@ def test_a_validation_is_one_snapshot(tree: Path) -> None:
     assert not fresh_context().is_file(str(tree / "train.py"))
 
 
-def test_a_plan_of_the_example_stats_its_source_dir_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_rules_asking_about_local_files_stat_the_source_dir_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """FW-ENTRY-POINT, FW-SOURCE-DIR (before its tree scan) and LAU-TORCH-DISTRIBUTED-ENTRY-POINT
+    share one stat of source_dir (they called os.stat on it four times between them)."""
     spec = load_spec_file(EXAMPLE)
-    assert plan(spec).ok
+    assert spec.source_dir is not None
+    assert plan(spec).ok  # the listing of source_dir is read and kept
     calls: list[Any] = []
     real_stat = os.stat
 
@@ -93,5 +99,8 @@ def test_a_plan_of_the_example_stats_its_source_dir_once(monkeypatch: pytest.Mon
         return real_stat(*args, **kwargs)
 
     monkeypatch.setattr(os, "stat", counting_stat)
-    assert plan(spec).ok
+    context = RuleContext(spec)
+    for rule_id in ("FW-ENTRY-POINT", "LAU-TORCH-DISTRIBUTED-ENTRY-POINT"):
+        assert list(rule_by_id(rule_id).check(context)) == []
+    assert context.is_dir(spec.source_dir)
     assert calls == [spec.source_dir]

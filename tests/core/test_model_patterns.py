@@ -107,9 +107,18 @@ def test_category_translations_take_every_character_of_the_category(letter: str)
     """A wide translation may take more than Java, never less (Unicode as Python knows it)."""
     java = JAVA_CLASSES[f"\\p{{{letter}}}"]
     characters = characters_by_category()[letter]
-    assert characters
-    assert re.fullmatch(f"[{java.members}]*", characters, re.DOTALL)
+    assert characters and java.note
     assert re.fullmatch(translate_pattern(f"\\p{{{letter}}}*"), characters, re.DOTALL)
+    assert re.fullmatch(translate_pattern(f"[\\p{{{letter}}}]*"), characters, re.DOTALL)
+    if java.exact:  # takes nothing else
+        others = "".join(c for k, v in characters_by_category().items() if k != letter for c in v)
+        assert not re.search(translate_pattern(f"[\\p{{{letter}}}]"), others)
+
+
+def test_separators_are_exact_so_tabs_and_newlines_stay_out() -> None:
+    tag = re.compile(translate_pattern(r"([\p{L}\p{Z}\p{N}_.:/=+\-@]*)"), re.DOTALL)
+    assert tag.fullmatch("team a\u00a0b\u3000c")
+    assert not tag.fullmatch("team\tname") and not tag.fullmatch("team\nname")
 
 
 # Java's POSIX classes (java.util.regex.Pattern documentation), written out.
