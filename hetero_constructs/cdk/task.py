@@ -209,6 +209,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         vpc: ec2.IVpc | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        acknowledgments: Mapping[str, str] | None = None,
         comment: str | None = None,
         state_name: str | None = None,
         query_language: sfn.QueryLanguage | None = None,
@@ -245,6 +246,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         :param vpc_subnets: which of its subnets; default: the private ones.
         :param security_groups: the jobs' security groups; by default one is created that lets
             the instances of a job reach each other (distributed training needs it).
+        :param acknowledgments: warning rules weighed for this job, rule id -> reason (added to
+            the spec's own); recorded in the template's metadata. Errors cannot be acknowledged.
         """
         self._own_query_language = query_language
         self._rendered_fields = {
@@ -278,6 +281,10 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         self._job_key = job_key
         spec = self._with_keys(spec, volume_encryption_key, output_encryption_key)
         spec = self._with_network(spec, vpc, vpc_subnets, security_groups)
+        if acknowledgments:
+            spec = dataclasses.replace(
+                spec, acknowledgments={**spec.acknowledgments, **acknowledgments}
+            )
         role = role or self._spec_role(spec)
         self.code_asset = self._code_asset(spec, include_runtime_helper)
         self.role: iam.IRole = role or self._execution_role()
@@ -298,6 +305,17 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         self.request: dict[str, Any] = result.request
         self._grant_execution_role(owned=role is None)
         self.control_role = self._control_role()
+        self.acknowledged = result.acknowledged
+        if result.acknowledged:
+            cfn_role = self.control_role.node.default_child
+            assert isinstance(cfn_role, iam.CfnRole)
+            cfn_role.add_metadata(
+                "hetero-constructs:acknowledged",
+                [
+                    {"rule": v.rule, "path": v.path, "reason": reason}
+                    for v, reason in result.acknowledged
+                ],
+            )
         self.runner.register(self)
         self.add_retry(
             errors=[*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED],

@@ -79,6 +79,7 @@ class HeterogeneousTrainingJob(Construct):
         vpc: ec2.IVpc | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
         security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        acknowledgments: Mapping[str, str] | None = None,
     ) -> None:
         """
         :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
@@ -104,6 +105,8 @@ class HeterogeneousTrainingJob(Construct):
         :param vpc_subnets: which of its subnets; default: the private ones.
         :param security_groups: the jobs' security groups; by default one that lets a job's
             instances reach each other.
+        :param acknowledgments: warning rules weighed for this job, rule id -> reason; recorded
+            in the template's metadata. Errors cannot be acknowledged.
         """
         super().__init__(scope, construct_id)
         self.path: str = self.node.path
@@ -134,6 +137,7 @@ class HeterogeneousTrainingJob(Construct):
             vpc=vpc,
             vpc_subnets=vpc_subnets,
             security_groups=security_groups,
+            acknowledgments=acknowledgments,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
         self.runner = self.task.runner

@@ -152,15 +152,25 @@ def plan(
     out = _output(json_flag)
     result = plan_spec_file(spec, region=region, role=role, job_name=job_name)
     defaults = {key: value.to_dict() for key, value in result.defaults.items()}
+    acknowledged = [
+        {**violation.to_dict(), "reason": reason}
+        for violation, reason in (result.plan.acknowledged if result.plan else ())
+    ]
     if result.request is not None:
         if json_flag:
             out.emit_json(
-                {"request": result.request, **({"defaults": defaults} if defaults else {})}
+                {
+                    "request": result.request,
+                    **({"defaults": defaults} if defaults else {}),
+                    **({"acknowledged": acknowledged} if acknowledged else {}),
+                }
             )
         else:
             out.emit_json(result.request)
             for key, value in result.defaults.items():
                 out.note(f"{key} {value.value} ({value.source})")
+            for item in acknowledged:
+                out.note(f"acknowledged warning [{item['rule']}] {item['path']}: {item['reason']}")
         return EXIT_SUCCEEDED
     if json_flag:
         out.emit_json({"violations": [v.to_dict() for v in result.violations]})
@@ -198,6 +208,7 @@ def rules(json_flag: bool) -> int:
             "id": item.id,
             "topic": item.topic,
             "title": item.title,
+            "severity": item.severity,
             "details": item.details,
             "source": item.source,
             "example": item.example,

@@ -19,6 +19,8 @@ class Plan:
     request: dict[str, Any] | None
     violations: tuple[Violation, ...]
     context: RuleContext
+    #: Warnings the spec acknowledges, each with its reason: they do not stop the request.
+    acknowledged: tuple[tuple[Violation, str], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -67,8 +69,12 @@ def plan(
                     continue
                 seen.add(key)
                 found.append(named)
-    violations = tuple(found)
-    return Plan(None if violations else context.request, violations, context)
+    reasons = spec.acknowledgments
+    acknowledged = tuple(
+        (v, reasons[v.rule]) for v in found if v.severity == "warning" and v.rule in reasons
+    )
+    violations = tuple(v for v in found if v.severity != "warning" or v.rule not in reasons)
+    return Plan(None if violations else context.request, violations, context, acknowledged)
 
 
 def validate(

@@ -469,6 +469,8 @@ class TrainingSpec:
     checkpoint_local_path: str | None = None
     max_retry_attempts: int | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
+    #: Warning rules acknowledged for this job: rule id -> the reason (errors cannot be).
+    acknowledgments: Mapping[str, str] = field(default_factory=dict)
     #: Reserved capacity (ResourceConfig.TrainingPlanArn).
     training_plan_arn: str | None = None
     #: Warm pool (ResourceConfig.KeepAlivePeriodInSeconds); homogeneous, on-demand jobs only.
@@ -478,7 +480,7 @@ class TrainingSpec:
         for name in ("instance_groups", "channels", "metric_definitions", "subnets"):
             object.__setattr__(self, name, as_tuple(getattr(self, name)))
         object.__setattr__(self, "security_group_ids", as_tuple(self.security_group_ids))
-        for name in ("hyperparameters", "environment", "tags"):
+        for name in ("hyperparameters", "environment", "tags", "acknowledgments"):
             object.__setattr__(self, name, _frozen_mapping(getattr(self, name)))
         self._check_types()
 
@@ -536,6 +538,7 @@ class TrainingSpec:
         check.json_mapping("hyperparameters", self.hyperparameters)
         check.string_mapping("environment", self.environment)
         check.string_mapping("tags", self.tags)
+        check.string_mapping("acknowledgments", self.acknowledgments)
         check.done()
 
     # -- derived views used by rules and the request builder --------------------------------

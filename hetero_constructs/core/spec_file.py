@@ -157,6 +157,7 @@ _TOP_LEVEL = frozenset(
         "subnets",
         "security_group_ids",
         "tags",
+        "acknowledgments",
         "metric_definitions",
     )
 )
@@ -318,7 +319,7 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
         fields["distribution"] = _distribution(
             reader, top.get("distribution", {}), top.get("smddp_collective")
         )
-    for name in ("hyperparameters", "environment"):
+    for name in ("hyperparameters", "environment", "acknowledgments"):
         if name in top:
             fields[name] = reader.mapping(name, top[name], None)
     for name in ("subnets", "security_group_ids"):
@@ -916,7 +917,7 @@ def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:
         collectives = [c.value for c in spec.distribution.smddp_collectives]
         if collectives:
             data["smddp_collective"] = collectives[0] if len(collectives) == 1 else collectives
-    for name in ("hyperparameters", "environment", "tags"):
+    for name in ("hyperparameters", "environment", "tags", "acknowledgments"):
         if getattr(spec, name):
             data[name] = dict(getattr(spec, name))
     for name in ("subnets", "security_group_ids"):

@@ -180,6 +180,9 @@ class Violation:
     value: Any
     allowed: str
     fix: str
+    #: ``error``: the API or the toolkit would reject or misbehave. ``warning``: a documented
+    #: recommendation where sources disagree; it may be acknowledged with a reason.
+    severity: str = "error"
 
     def __post_init__(self) -> None:
         # Texts may quote user input (keys, names): keep them printable (a lone surrogate or
@@ -203,7 +206,10 @@ class Violation:
         return f"[{self.rule}] {self.path or '(spec)'}: {self.message}"
 
     def to_dict(self) -> dict[str, str]:
-        return {"rule": self.rule, "path": self.path, "message": self.message}
+        found = {"rule": self.rule, "path": self.path, "message": self.message}
+        if self.severity != "error":
+            found["severity"] = self.severity
+        return found
 
     def compact(self) -> Violation:
         """The same violation with every text cut to a bounded size, for size-limited reports.

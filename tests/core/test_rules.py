@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from hetero_constructs.core import Deployment, plan, spec_from_dict
 from hetero_constructs.core.rules import RULES, rule_by_id
 from tests.core.specs import DELETE, HOMOGENEOUS, spec_dict, violations_of, with_gpu_group
 
@@ -267,6 +268,14 @@ CASES: dict[str, tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {
     "HC-GROUPS-OR-TYPE": (
         [{"instance_type": "ml.c5.xlarge"}, spec_dict(HOMOGENEOUS, {"instance_count": DELETE})],
         [spec_dict(HOMOGENEOUS)],
+    ),
+    "ACK-RULE": (
+        [
+            {"acknowledgments": {"API-ROLE": "the role is made elsewhere"}},  # an error
+            {"acknowledgments": {"LAU-NO-SUCH-RULE": "a reason long enough"}},
+            {"acknowledgments": {"HC-FRAMEWORK-VERSION": "ok"}},  # no real reason
+        ],
+        [{"acknowledgments": {"HC-FRAMEWORK-VERSION": "measured: runs on our 1.9 images"}}],
     ),
     "RUN-TAGS": (
         [
@@ -734,7 +743,7 @@ def test_passing_case_is_valid(rule_id: str, index: int, source_dirs: dict[str, 
 def test_rules_are_documented() -> None:
     for registered in RULES:
         assert registered.title and registered.source and registered.example, registered.id
-        assert registered.id.split("-")[0] in {"LAU", "COL", "HC", "FW", "API", "RUN"}
+        assert registered.id.split("-")[0] in {"LAU", "COL", "HC", "FW", "API", "RUN", "ACK"}
     assert rule_by_id("HC-GROUP-COUNT").topic == "cluster"
 
 
@@ -743,3 +752,24 @@ def test_catalogue_is_current() -> None:
 
     catalogue = Path(__file__).parents[2] / "docs" / "rules.md"
     assert catalogue.read_text() == render(), "run `make docs` to regenerate docs/rules.md"
+
+
+def test_an_acknowledged_warning_no_longer_stops_the_request() -> None:
+    data = spec_dict(DDP_22, with_gpu_group("ml.p3dn.24xlarge"), dist(pytorchddp=ON))
+    assert {v.rule for v in violations_of(data)} == {"LAU-SMDDP-INSTANCE"}
+    reason = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
+    acknowledged = plan(
+        spec_from_dict({**data, "acknowledgments": {"LAU-SMDDP-INSTANCE": reason}}),
+        Deployment(job_name="job"),
+    )
+    assert acknowledged.ok and acknowledged.request is not None
+    ((warning, given),) = acknowledged.acknowledged
+    assert warning.rule == "LAU-SMDDP-INSTANCE" and warning.severity == "warning"
+    assert given == reason
+
+
+def test_one_root_cause_gives_one_violation() -> None:
+    data = spec_dict(DDP_22, with_gpu_group("ml.g5.48xlarg"), dist(pytorchddp=ON))
+    found = violations_of(data)
+    assert [v.rule for v in found] == ["API-INSTANCE-TYPE"]  # no SMDDP follow-on
+    assert found[0].fix == "did you mean ml.g5.48xlarge?"

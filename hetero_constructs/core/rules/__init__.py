@@ -7,12 +7,14 @@
 - ``api``: the CreateTrainingJob API's own limits, from botocore's model
 - ``values``: what the model's patterns let through: S3 bucket names, 32-bit integers
 - ``runs``: what a training run adds to the request (its marker tags)
+- ``acknowledgments``: warnings acknowledged with a reason (errors cannot be)
 """
 
 from __future__ import annotations
 
 from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.rules import (
+    acknowledgments,
     api,
     cluster,
     collectives,
@@ -24,19 +26,39 @@ from hetero_constructs.core.rules import (
 from hetero_constructs.core.rules.base import REGISTRY, Finding, Rule, rule
 from hetero_constructs.core.violations import Violation
 
-TOPICS = (launchers, collectives, cluster, framework, api, values, runs)
+TOPICS = (launchers, collectives, cluster, framework, api, values, runs, acknowledgments)
 _TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}
 RULES: tuple[Rule, ...] = tuple(sorted(REGISTRY, key=lambda r: _TOPIC_ORDER[r.topic]))
 _REGULAR = tuple(r for r in RULES if not r.backstop)
 _BACKSTOPS = tuple(r for r in RULES if r.backstop)
+_RULE_TOPICS = {r.id: r.topic for r in RULES}
+
+
+# Rules that judge one field's own value against the API. When one of them finds a value
+# invalid, what other rules say about the same path is a consequence, not a second cause.
+_FIELD_TOPICS = frozenset({"api", "values"})
 
 
 def run_rules(context: RuleContext) -> list[Violation]:
-    """Every violation of every rule, in catalogue order; backstops only if nothing else fired."""
+    """Every violation of every rule, in catalogue order; backstops only if nothing else fired.
+
+    One root cause, one violation: a path whose value fails its own field's rule gets no
+    follow-on violations from rules that depend on that value.
+    """
     violations: list[Violation] = []
+    invalid_fields: set[str] = set()
     for registered in _REGULAR:
+        field_rule = registered.topic in _FIELD_TOPICS
         for finding in registered.check(context):
             violations.append(registered.violation(finding))
+            if field_rule:
+                invalid_fields.add(finding.path)
+    if invalid_fields:
+        violations = [
+            v
+            for v in violations
+            if v.path not in invalid_fields or _RULE_TOPICS[v.rule] in _FIELD_TOPICS
+        ]
     if not violations:
         for registered in _BACKSTOPS:
             for finding in registered.check(context):

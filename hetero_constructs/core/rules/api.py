@@ -6,6 +6,7 @@ rules a job name ``bad_name`` or six instance groups would reach the service.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 
 from hetero_constructs.core import service_model
@@ -67,13 +68,22 @@ def instance_type(context: RuleContext) -> Iterator[Finding]:
         if context.known(value):
             path = "instance_type" if index is None else f"instance_groups[{index}].instance_type"
             close = sorted(t for t in allowed if t.split(".")[:2] == value.split(".")[:2])
+            nearest = nearest_instance_type(value, close or sorted(allowed))
             yield Finding(
                 path,
                 "This is not a SageMaker training instance type.",
                 value,
                 one_of(close) if close else one_of(allowed),
-                f"use e.g. {close[0] if close else 'ml.p4d.24xlarge'}",
+                f"did you mean {nearest}?" if nearest else "use e.g. ml.p4d.24xlarge",
             )
+
+
+def nearest_instance_type(value: str, candidates: list[str]) -> str | None:
+    """The candidate of the same family closest in size to what was typed (a typo's fix)."""
+    family = value.split(".")[:2]
+    same_family = [c for c in candidates if c.split(".")[:2] == family] or candidates
+    matches = difflib.get_close_matches(value, same_family, n=1, cutoff=0.6)
+    return matches[0] if matches else None
 
 
 @rule(

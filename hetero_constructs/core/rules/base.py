@@ -37,6 +37,8 @@ class Rule(NamedTuple):
     example: str
     check: CheckFunction
     backstop: bool = False
+    #: ``error`` (never acknowledged) or ``warning`` (acknowledgeable with a reason).
+    severity: str = "error"
 
     def run(self, context: RuleContext) -> Iterator[Violation]:
         for finding in self.check(context):
@@ -45,15 +47,24 @@ class Rule(NamedTuple):
     def violation(self, finding: Finding) -> Violation:
         """The finding stamped with this rule's id."""
         return Violation(
-            self.id, finding.path, finding.problem, finding.value, finding.allowed, finding.fix
+            self.id,
+            finding.path,
+            finding.problem,
+            finding.value,
+            finding.allowed,
+            finding.fix,
+            self.severity,
         )
 
 
 REGISTRY: list[Rule] = []
 
 
+SEVERITIES = ("error", "warning")
+
+
 def rule(
-    rule_id: str, *, source: str, example: str, backstop: bool = False
+    rule_id: str, *, source: str, example: str, backstop: bool = False, severity: str = "error"
 ) -> Callable[[CheckFunction], Rule]:
     """Register a check function as a rule.
 
@@ -61,7 +72,11 @@ def rule(
     ``example`` is a spec-file fragment that satisfies the rule, shown in the catalogue.
     A ``backstop`` rule runs only when no other rule found anything, so that it never
     repeats, in the request's terms, a problem a narrower rule already explained.
+    ``severity="warning"`` marks a documented recommendation where sources disagree: a user
+    may acknowledge it with a reason; errors cannot be acknowledged.
     """
+    if severity not in SEVERITIES:
+        raise ValueError(f"{rule_id}: severity {severity!r} is not one of {SEVERITIES}")
 
     def register(check: CheckFunction) -> Rule:
         doc = inspect.cleandoc(check.__doc__ or "")
@@ -70,7 +85,15 @@ def rule(
         if any(existing.id == rule_id for existing in REGISTRY):
             raise RuntimeError(f"duplicate rule id {rule_id}")
         registered = Rule(
-            rule_id, topic, title.strip(), details.strip(), source, example, check, backstop
+            rule_id,
+            topic,
+            title.strip(),
+            details.strip(),
+            source,
+            example,
+            check,
+            backstop,
+            severity,
         )
         REGISTRY.append(registered)
         return registered

@@ -231,6 +231,7 @@ def launcher_supported_on_groups(context: RuleContext) -> Iterator[Finding]:
     source=f"{_SEED}: 'supported frameworks are PyTorch v1.10 or later and TensorFlow v2.6 "
     "or later'",
     example='framework_version: "2.3.0"',
+    severity="warning",
 )
 def heterogeneous_framework_version(context: RuleContext) -> Iterator[Finding]:
     """Instance groups need PyTorch 1.10 or later, or TensorFlow 2.6 or later."""

@@ -104,6 +104,7 @@ def collectives_exclusive(context: RuleContext) -> Iterator[Finding]:
     "ml.p4d.24xlarge, ml.p4de.24xlarge'",
     example='instance_groups: [{"name": "gpu", "instance_type": "ml.p4d.24xlarge", '
     '"instance_count": 2}]',
+    severity="warning",
 )
 def collective_instance(context: RuleContext) -> Iterator[Finding]:
     """An SMDDP collective chosen under ``torch_distributed`` needs an SMDDP instance type.

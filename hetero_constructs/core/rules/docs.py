@@ -17,6 +17,11 @@ _HEADER = """# Rule catalogue
 Every rule `hetero-constructs` checks at synth time, generated from the code
 (`python -m hetero_constructs.core.rules.docs`). Each violation names its rule id, the path in
 the spec, the value given, what is allowed and the fix.
+
+Each rule is an **error** (the API or the training toolkit would reject the job or misbehave)
+or a **warning** (a documented recommendation where sources disagree). A warning can be
+acknowledged for one job with a reason - `acknowledgments: {"RULE-ID": "why"}` in the spec,
+recorded in the template's metadata and listed by `hetero-train plan`; an error cannot.
 """
 
 
@@ -43,7 +48,7 @@ def render() -> str:
         name = topic.__name__.rsplit(".", 1)[-1]
         lines.append(f"## {name}: {_topic_title(topic.__doc__)}\n")
         for item in (r for r in RULES if r.topic == name):
-            lines.append(f"### `{item.id}`\n")
+            lines.append(f"### `{item.id}` ({item.severity})\n")
             lines.append(f"{item.title}\n")
             if item.details:
                 lines.append(f"{item.details}\n")

@@ -225,6 +225,7 @@ def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
     "SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES",
     example='instance_groups: [{"name": "gpu", "instance_type": "ml.p4d.24xlarge", '
     '"instance_count": 2}]',
+    severity="warning",
 )
 def smddp_instance(context: RuleContext) -> Iterator[Finding]:
     """SMDDP launchers (``pytorchddp``, ``smdistributed.dataparallel``) run on supported types only.
@@ -442,6 +443,7 @@ def _mp(base: str, name: str, value: Any, allowed: str) -> Finding:
     source="SDK v2 estimator.py _distribution_configuration: 'SMModelParallel and "
     "SMDataParallel currently do not support p5 instances'",
     example='instance_type: "ml.p4d.24xlarge"',
+    severity="warning",
 )
 def model_parallel_p5(context: RuleContext) -> Iterator[Finding]:
     """Model parallel v1 (under ``mpi``) does not run on ml.p5.48xlarge, in any group."""
