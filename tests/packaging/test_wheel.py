@@ -25,10 +25,13 @@ import tarfile
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+from packaging.requirements import Requirement
 
 pytestmark = pytest.mark.slow
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hetero_constructs"
@@ -80,9 +83,9 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return shared(tmp_path_factory, "dist", build)
 
 
-def only(paths: list[Path]) -> Path:
-    assert len(paths) == 1, paths
-    return paths[0]
+def only(items: list[T]) -> T:
+    assert len(items) == 1, items
+    return items[0]
 
 
 @pytest.fixture(scope="session")
@@ -101,8 +104,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
 
     def install(target: Path) -> None:
         run([sys.executable, "-m", "venv", str(target)], cwd=target)
-        pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        run([*pip, "-c", str(CONSTRAINTS), f"{wheel}[cdk]"], cwd=target)
+        pip = [str(target / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile"]
+        # A user's environment: the checkout on PYTHONPATH would make pip take its egg-info
+        # for an installed hetero-constructs.
+        env = user_environment(target)
+        run([*pip, "-c", str(CONSTRAINTS), f"{wheel}[cdk]"], cwd=target, env=env)
 
     return shared(tmp_path_factory, "venv", install)
 
@@ -218,9 +224,12 @@ def test_wheel_metadata_states_ranges_and_the_console_script(wheel: Path) -> Non
     archive = zipfile.ZipFile(wheel)
     dist_info = only(sorted({Path(n).parts[0] for n in archive.namelist() if ".dist-info/" in n}))
     metadata = archive.read(f"{dist_info}/METADATA").decode()
-    requires = re.findall(r"^Requires-Dist: (.+)$", metadata, re.MULTILINE)
-    cdk = [r for r in requires if r.startswith("aws-cdk-lib")]
-    assert cdk and all(">=" in r and "<3" in r and "==" not in r for r in cdk), cdk
+    requires = [
+        Requirement(text) for text in re.findall(r"^Requires-Dist: (.+)$", metadata, re.MULTILINE)
+    ]
+    cdk = only([r for r in requires if r.name == "aws-cdk-lib"])
+    assert {spec.operator for spec in cdk.specifier} == {">=", "<"}, cdk
+    assert cdk.marker is not None and cdk.marker.evaluate({"extra": "cdk"}), cdk
     entry_points = archive.read(f"{dist_info}/entry_points.txt").decode()
     assert re.search(r"^hetero-train = hetero_constructs\.cli:main$", entry_points, re.MULTILINE)
 
@@ -285,8 +294,8 @@ def test_the_readme_app_synthesizes_tests_and_plans_from_the_wheel(
     assert {"train.py", "hetero_runtime/__init__.py", "hetero_runtime/environment.py"} <= members
 
     # The snapshot test, with the user's own test tools (not extras of the library).
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-c", str(CONSTRAINTS)]
-    run([*pip, "pytest", "syrupy"], cwd=app, env=env)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile"]
+    run([*pip, "-c", str(CONSTRAINTS), "pytest", "syrupy"], cwd=app, env=env)
     assert "pytest -q" in lines
     for line in (line_starting(lines, "pytest -q --snapshot-update"), "pytest -q"):
         tested = run(["bash", "-c", line], cwd=app, env=env)
