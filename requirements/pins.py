@@ -35,6 +35,10 @@ MINIMUM = ROOT / "requirements" / "minimum.txt"
 # extras (test tools) keep their locked versions there.
 LIBRARY_GROUPS = ("dependencies", "cdk", "local")
 _OWN_NAME = "hetero-constructs"
+# Pinned: pip itself (the set-up upgrades to it: newer pips resolve and install this set in
+# half the time). Not pinned: the project, and the venv's own setuptools and wheel (builds run
+# in isolated environments from [build-system]).
+_NOT_PINNED = frozenset({_OWN_NAME, "setuptools", "wheel"})
 
 _LOCK_HEADER = """\
 # The versions the project develops, tests and benchmarks with: pip install -c {name} ...
@@ -113,11 +117,11 @@ def floors(lock: Mapping[str, Version]) -> Iterator[str]:
 
 
 def _freeze(python: Path) -> list[str]:
-    """``pip freeze`` of an environment, the project itself left out and local version
+    """``pip freeze --all`` of an environment, ``_NOT_PINNED`` left out and local version
     labels dropped (``torch==2.13.0+cpu`` -> ``torch==2.13.0``, which still picks the local
     build where pip finds it and the public release elsewhere)."""
     output = subprocess.run(
-        [str(python), "-m", "pip", "freeze", "--exclude-editable"],
+        [str(python), "-m", "pip", "freeze", "--all", "--exclude-editable"],
         check=True,
         capture_output=True,
         text=True,
@@ -127,7 +131,7 @@ def _freeze(python: Path) -> list[str]:
         if not line or line.startswith("#") or " @ " in line:
             continue
         name, _, version = line.partition("==")
-        if canonicalize_name(name) == _OWN_NAME:
+        if canonicalize_name(name) in _NOT_PINNED:
             continue
         lines.append(f"{name}=={Version(version).public}")
     return sorted(lines, key=str.lower)
@@ -147,19 +151,9 @@ def write_minimum() -> None:
         constraints.write_text("\n".join(floors(read_pins(LOCK))) + "\n")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         python = venv / "bin" / "python"
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "-c",
-                str(constraints),
-                f"{ROOT}[dev]",
-            ],
-            check=True,
-        )
+        pip = [str(python), "-m", "pip", "install", "--quiet", "--no-compile"]
+        subprocess.run([*pip, "-c", str(LOCK), "--upgrade", "pip"], check=True)
+        subprocess.run([*pip, "-c", str(constraints), f"{ROOT}[dev]"], check=True)
         MINIMUM.write_text(_MINIMUM_HEADER + "\n".join(_freeze(python)) + "\n")
 
 

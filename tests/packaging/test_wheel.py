@@ -108,6 +108,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
         # A user's environment: the checkout on PYTHONPATH would make pip take its egg-info
         # for an installed hetero-constructs.
         env = user_environment(target)
+        run([*pip, "-c", str(CONSTRAINTS), "--upgrade", "pip"], cwd=target, env=env)
         run([*pip, "-c", str(CONSTRAINTS), f"{wheel}[cdk]"], cwd=target, env=env)
 
     return shared(tmp_path_factory, "venv", install)
