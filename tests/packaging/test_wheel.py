@@ -117,7 +117,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Path:
 def user_environment(venv: Path) -> dict[str, str]:
     """A shell as a user's: the virtualenv activated, nothing of this repository or its
     virtualenv on ``PATH`` or ``PYTHONPATH`` (so ``node`` is the machine's own), no
-    ``JSII_NODE``."""
+    ``JSII_NODE``, nothing of this test session."""
     inherited = (str(ROOT), sys.prefix)
     path = [
         entry
@@ -128,6 +128,8 @@ def user_environment(venv: Path) -> dict[str, str]:
         key: value
         for key, value in os.environ.items()
         if key not in ("PYTHONPATH", "JSII_NODE", "VIRTUAL_ENV", "PYTHONHOME")
+        # This session's own pytest and xdist variables (syrupy reports nothing in a worker).
+        and not key.startswith("PYTEST_")
     }
     env["PATH"] = os.pathsep.join([str(venv / "bin"), *path])
     env["VIRTUAL_ENV"] = str(venv)
