@@ -5,10 +5,10 @@ benchmarks install with pip's ``--constraint`` so they are reproducible:
 
 - ``requirements/lock.txt``: every package of the development environment at the version
   the project develops and tests with (``make lock`` freezes ``.venv``).
-- ``requirements/minimum.txt``: the same environment with every requirement of the library
-  itself (``dependencies`` and the ``cdk`` and ``local`` extras) at its lower bound; CI runs
-  the whole test suite on it too, so each floor is a version the tests have passed on
-  (``make lock-minimum`` resolves it in a scratch virtualenv).
+- ``requirements/minimum.txt``: the same environment with every direct requirement at its
+  lower bound (the library's own, and the test tools'; what has no lower bound as locked);
+  CI runs the whole test suite on it too, so each floor is a version the tests have passed
+  on (``make lock-minimum`` resolves it in a scratch virtualenv).
 
 Usage: ``python requirements/pins.py lock|floors|minimum``.
 """
@@ -31,8 +31,7 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "requirements" / "lock.txt"
 MINIMUM = ROOT / "requirements" / "minimum.txt"
-# The library's own requirements: held at their floors in minimum.txt. The test and dev
-# extras (test tools) keep their locked versions there.
+# The library's own requirements, what a user installs: bounded ranges, never exact pins.
 LIBRARY_GROUPS = ("dependencies", "cdk", "local")
 _OWN_NAME = "hetero-constructs"
 # Pinned: pip itself (the set-up upgrades to it: newer pips resolve and install this set in
@@ -102,16 +101,19 @@ def read_pins(path: Path) -> dict[str, Version]:
 
 
 def floors(lock: Mapping[str, Version]) -> Iterator[str]:
-    """Constraints for the minimum environment: library requirements at their floors, the
-    test tools at their locked versions, everything else left to the resolver."""
+    """Constraints for the minimum environment: every direct requirement at its floor (the
+    highest floor where two extras name the same package), one without a floor as locked;
+    everything else left to the resolver."""
     pinned: dict[str, Version] = {}
     for item in declared():
-        if item.group in LIBRARY_GROUPS:
-            if item.floor is None:
+        floor = item.floor
+        if floor is None:
+            if item.group in LIBRARY_GROUPS:
                 raise ValueError(f"{item.requirement} ({item.group}) has no lower bound")
-            pinned[item.name] = item.floor
-        elif item.name in lock:
-            pinned.setdefault(item.name, lock[item.name])
+            if item.name in lock:
+                pinned.setdefault(item.name, lock[item.name])
+        else:
+            pinned[item.name] = max(floor, pinned.get(item.name, floor))
     for name, version in sorted(pinned.items()):
         yield f"{name}=={version}"
 
