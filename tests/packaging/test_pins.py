@@ -74,3 +74,11 @@ def test_pins_read_name_version_lines_only(tmp_path: Path) -> None:
     constraints.write_text("torch>=2\n")
     with pytest.raises(ValueError, match="not a name==version pin"):
         pins.read_pins(constraints)
+
+
+def test_the_snapshot_plugin_reads_the_locked_aws_cdk_lib() -> None:
+    from tests.packaging.snapshots_on_lock import locked_version
+
+    assert locked_version("aws-cdk-lib") == LOCK["aws-cdk-lib"]
+    with pytest.raises(LookupError, match="pins no"):
+        locked_version("no-such-package")
