@@ -295,7 +295,7 @@ def test_code_bundle_is_deterministic(tmp_path: Path) -> None:
 def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) -> None:
     package = lambda_package()
     names = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
-    assert {"submit.py", "events.py", "hetero_constructs/core/plan.py"} <= names
+    assert {"submit.py", "events.py", "hetero_constructs/_modules.xz"} <= names
     assert any(n.startswith("botocore_data/sagemaker/") for n in names)
     assert not any("__pycache__" in n for n in names)
     assert not any(

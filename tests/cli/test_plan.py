@@ -60,7 +60,7 @@ def test_plan_readable_violations(tmp_path: Path) -> None:
     assert code == 1
     assert "[API-INSTANCE-TYPE] instance_groups[0].instance_type" in text
     assert 'given:   "ml.p4d.24xlarg"' in text
-    assert "fix:     use e.g. ml.p4d.24xlarge" in text
+    assert "fix:     did you mean ml.p4d.24xlarge?" in text
 
 
 def test_job_name_placeholder_and_region_fallback(tmp_path: Path, monkeypatch: Any) -> None:
