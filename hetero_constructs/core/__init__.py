@@ -34,6 +34,7 @@ _LAZY: dict[str, str] = {
     "TrainingSpec": "hetero_constructs.core.spec",
     "distribution_from_sdk_dict": "hetero_constructs.core.spec_file",
     "load_spec_file": "hetero_constructs.core.spec_file",
+    "read_spec_file": "hetero_constructs.core.spec_file",
     "spec_from_dict": "hetero_constructs.core.spec_file",
     "SpecValidationError": "hetero_constructs.core.violations",
     "Violation": "hetero_constructs.core.violations",
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         distribution_from_sdk_dict as distribution_from_sdk_dict,
     )
     from hetero_constructs.core.spec_file import load_spec_file as load_spec_file
+    from hetero_constructs.core.spec_file import read_spec_file as read_spec_file
     from hetero_constructs.core.spec_file import spec_from_dict as spec_from_dict
     from hetero_constructs.core.violations import SpecValidationError as SpecValidationError
     from hetero_constructs.core.violations import Violation as Violation
