@@ -83,8 +83,8 @@ if TYPE_CHECKING:
     from hetero_constructs.core import build_request as build_request
     from hetero_constructs.core import distribution_from_sdk_dict as distribution_from_sdk_dict
     from hetero_constructs.core import load_spec_file as load_spec_file
-    from hetero_constructs.core import read_spec_file as read_spec_file
     from hetero_constructs.core import plan as plan
+    from hetero_constructs.core import read_spec_file as read_spec_file
     from hetero_constructs.core import spec_from_dict as spec_from_dict
     from hetero_constructs.core import validate as validate
     from hetero_constructs.core.lifecycle import Errors as TrainingErrors  # noqa: F401 (__all__)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from hetero_constructs.core.plan import plan
 from hetero_constructs.core.request.image_uri import image_repository, image_tag
 from hetero_constructs.core.spec import TrainingSpec
 from hetero_constructs.core.spec_file import read_spec_file, spec_to_dict
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.core.violations import SpecValidationError, Violation, did_you_mean
 
 RUNTIME_HELPER = Path(__file__).resolve().parents[1] / "runtime"
 RUNTIME_HELPER_PACKAGE = "hetero_runtime"
@@ -63,27 +64,6 @@ _CONTEXT = {
     "retryCount": "State.RetryCount",
     "stateMachineArn": "StateMachine.Id",
 }
-_TASK_FIELDS = frozenset(
-    {
-        "role",
-        "job_name_prefix",
-        "volume_encryption_key",
-        "output_encryption_key",
-        "include_runtime_helper",
-        "completion_margin",
-        "overrides",
-        "job_key",
-        "comment",
-        "state_name",
-        "query_language",
-        "input_path",
-        "output_path",
-        "result_path",
-        "result_selector",
-        "assign",
-        "outputs",
-    }
-)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,10 +110,40 @@ def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
     return f"{readable}-{digest}".lower()
 
 
-def split_spec_fields(props: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Keyword arguments of ``from_spec_file``: ``TrainingSpec`` fields and task props."""
+def split_spec_fields(
+    props: Mapping[str, Any], constructor: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keyword arguments of ``from_spec_file``: ``TrainingSpec`` fields and construct props.
+
+    A name the constructor takes is a prop, except where the value says it is the spec's: a
+    role given as an ARN string, an ``output_path`` that is an S3 location (the task's own
+    ``output_path`` is a JSONPath).
+    """
     spec_fields = {f.name for f in dataclasses.fields(TrainingSpec)}
-    spec_values = {k: v for k, v in props.items() if k in spec_fields and k not in _TASK_FIELDS}
+    parameters = set(inspect.signature(constructor).parameters)
+
+    def is_spec(key: str, value: Any) -> bool:
+        if key not in spec_fields:
+            return False
+        if key not in parameters:
+            return True
+        if key == "role":
+            return isinstance(value, str)
+        return key == "output_path" and isinstance(value, str) and not value.startswith("$")
+
+    unknown = sorted(k for k in props if k not in spec_fields and k not in parameters)
+    if unknown:
+        known = sorted(spec_fields | parameters - {"self", "scope", "construct_id", "spec"})
+        raise ValueError(
+            f"from_spec_file takes no argument {unknown[0]!r}. Allowed: a TrainingSpec field or "
+            f"a prop ({', '.join(known)}). Fix: "
+            + (
+                f"did you mean {meant!r}?"
+                if (meant := did_you_mean(unknown[0], known))
+                else "remove it"
+            )
+        )
+    spec_values = {k: v for k, v in props.items() if is_spec(k, v)}
     others = {k: v for k, v in props.items() if k not in spec_values}
     return spec_values, others
 
@@ -355,7 +365,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         Any ``TrainingSpec`` field given as a keyword (e.g. ``output_path=bucket_uri(...)``,
         ``subnets``) is merged over the file's; the other keywords are the task's props.
         """
-        spec_values, task_props = split_spec_fields(props)
+        spec_values, task_props = split_spec_fields(props, cls.__init__)
         spec = spec_from_file(path, spec_values, f"{scope.node.path}/{construct_id}")
         return cls(scope, construct_id, spec=spec, **task_props)
 

@@ -170,7 +170,7 @@ class HeterogeneousTrainingJob(Construct):
         ``subnets``, ``role``) is merged over the file's; the other keywords are the
         construct's props.
         """
-        spec_values, job_props = split_spec_fields(props)
+        spec_values, job_props = split_spec_fields(props, cls.__init__)
         spec = spec_from_file(path, spec_values, f"{scope.node.path}/{construct_id}")
         return cls(scope, construct_id, spec=spec, **job_props)
 

@@ -410,3 +410,28 @@ def test_network_props_need_a_vpc_and_exclude_raw_ids() -> None:
             spec=spec(subnets=["subnet-0abc1234"], security_group_ids=["sg-0abc1234"]),
             vpc=vpc,
         )
+
+
+def test_spec_files_take_stack_values_and_nothing_is_silently_ignored(tmp_path: Path) -> None:
+    source = json.loads((REPO / "examples" / "specs" / "hetero_torch_distributed.json").read_text())
+    source["source_dir"] = str(REPO / "examples" / "hetero_training")
+    source["role"] = "arn:aws:iam::111122223333:role/TeamTraining"
+    path = tmp_path / "training.json"
+    path.write_text(json.dumps(source))
+    scope = stack()
+    bucket = s3.Bucket(scope, "Data")
+    job = HeterogeneousTrainingJob.from_spec_file(
+        scope, "Job", path, output_path=bucket_uri(bucket, "runs/"), max_run=7200
+    )
+    assert "${Token[" in job.request["OutputDataConfig"]["S3OutputPath"]
+    assert job.request["StoppingCondition"]["MaxRuntimeInSeconds"] == 7200
+    # The spec's role is the execution role: imported, not replaced by a created one.
+    assert job.request["RoleArn"] == "arn:aws:iam::111122223333:role/TeamTraining"
+    template = Template.from_stack(scope).to_json()
+    assert not any(k.startswith("JobTaskExecutionRole") for k in template["Resources"])
+    other_region = {**source, "region": "eu-west-1"}
+    path.write_text(json.dumps(other_region))
+    with pytest.raises(SpecValidationError, match="CDK-REGION"):
+        HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path)
+    with pytest.raises(ValueError, match="no_such_field"):
+        HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path, no_such_field=1)
