@@ -304,11 +304,3 @@ class RuleContext:
         if typed in versions:
             return True
         return self.release is not None and self.release.version in versions
-
-    # -- the request, for rules about what is sent -----------------------------------------------
-
-    @cached_property
-    def request(self) -> dict[str, Any]:
-        from hetero_constructs.core.request.builder import build_request
-
-        return build_request(self)

@@ -7,6 +7,7 @@ from typing import Any
 
 from hetero_constructs.core import variants
 from hetero_constructs.core.context import Deployment, RuleContext, TokenPredicate, never_a_token
+from hetero_constructs.core.request.builder import request_of
 from hetero_constructs.core.rules import run_rules
 from hetero_constructs.core.spec import SmddpCollective, TrainingSpec
 from hetero_constructs.core.violations import SpecValidationError, Violation
@@ -74,7 +75,8 @@ def plan(
         (v, reasons[v.rule]) for v in found if v.severity == "warning" and v.rule in reasons
     )
     violations = tuple(v for v in found if v.severity != "warning" or v.rule not in reasons)
-    return Plan(None if violations else context.request, violations, context, acknowledged)
+    request = None if violations else request_of(context)
+    return Plan(request, violations, context, acknowledged)
 
 
 def validate(

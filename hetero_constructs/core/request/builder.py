@@ -28,6 +28,17 @@ def job_name(context: RuleContext) -> str:
     )
 
 
+def request_of(context: RuleContext) -> dict[str, Any]:
+    """The context's request, built once per validation (rules about what is sent read it).
+
+    Kept here, not on ``RuleContext``, so that the context never imports the builder.
+    """
+    cached: dict[str, Any] | None = context.__dict__.get("_request")
+    if cached is None:
+        cached = context.__dict__["_request"] = build_request(context)
+    return cached
+
+
 def build_request(context: RuleContext) -> dict[str, Any]:
     spec = context.spec
     name = job_name(context)

@@ -13,6 +13,7 @@ from hetero_constructs.core import service_model
 from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.fieldcheck import is_integer
 from hetero_constructs.core.request import hyperparameters as hp
+from hetero_constructs.core.request.builder import request_of
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.rules.helpers import (
     channel_path,
@@ -225,7 +226,7 @@ def hyperparameters(context: RuleContext) -> Iterator[Finding]:
                 "keys not starting with sagemaker_",
                 "rename the hyperparameter",
             )
-    encoded = context.request["HyperParameters"]
+    encoded = request_of(context)["HyperParameters"]
     added = len(encoded) - len(user)
     room = (service_model.bounds("HyperParameters").maximum or 0) - added
     for finding in model_count("hyperparameters", encoded, "HyperParameters", "hyperparameters"):
@@ -253,7 +254,7 @@ def hyperparameters(context: RuleContext) -> Iterator[Finding]:
 )
 def environment(context: RuleContext) -> Iterator[Finding]:
     """Environment variables fit the API: count, name pattern, value length."""
-    env = context.request.get("Environment", {})
+    env = request_of(context).get("Environment", {})
     yield from model_count("environment", env, "Environment", "variables")
     for key, value in context.spec.environment.items():
         if misfits_string(context, key, _ENV_KEY):
@@ -494,7 +495,7 @@ def whole_request(context: RuleContext) -> Iterator[Finding]:
 
     Values that are CDK tokens are skipped; they are checked when the stack deploys.
     """
-    request = context.request
+    request = request_of(context)
     verdict = service_model.validate_request(request)
     for problem in verdict.problems:
         if context.is_token(problem.value) or _mentions_token(context, problem.value):
