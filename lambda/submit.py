@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import control
@@ -23,13 +23,11 @@ import outcome
 import token_store
 from botocore.exceptions import ClientError
 
-from hetero_constructs.core import lifecycle, variants
-from hetero_constructs.core.context import Deployment
+from hetero_constructs.core import lifecycle
 from hetero_constructs.core.naming import RunSlot, attempt_job_name
-from hetero_constructs.core.overrides import apply_overrides
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec_file import read_spec
-from hetero_constructs.core.violations import Violation, bounded
+
+if TYPE_CHECKING:
+    from hetero_constructs.core.violations import Violation
 
 TRANSIENT = frozenset(
     {
@@ -92,7 +90,17 @@ class InvalidOverrides(Exception):
 
 def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict[str, Any], int]:
     """The attempt's request (and the variant it runs), named by ``name_of(prefix)``, or
-    ``InvalidOverrides``. ``variant``: how many capacity failures the slot had so far."""
+    ``InvalidOverrides``. ``variant``: how many capacity failures the slot had so far.
+
+    The rules load here, on the first submission, not when the handler is imported: the
+    lifecycle paths of a cold start never need them.
+    """
+    from hetero_constructs.core import variants
+    from hetero_constructs.core.context import Deployment
+    from hetero_constructs.core.overrides import apply_overrides
+    from hetero_constructs.core.plan import plan
+    from hetero_constructs.core.spec_file import read_spec
+
     overridden = apply_overrides(
         event["spec"], event.get("input"), channel_prefixes=event.get("channelPrefixes")
     )
@@ -110,6 +118,12 @@ def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict
     if result.request is None:
         raise InvalidOverrides([*reading.violations, *result.violations])
     return result.request, chosen.index
+
+
+def _bounded(violations: list[Violation]) -> tuple[Violation, ...]:
+    from hetero_constructs.core.violations import bounded
+
+    return bounded(violations)
 
 
 def _marker_tags(run: Run, attempt: int) -> dict[str, str]:
@@ -226,7 +240,7 @@ class Submission:
                     "SecondaryStatus": None,
                     "FailureReason": "The execution input breaks the spec; no job was created.",
                     # Bounded, so that the cause fits Step Functions' 32 KB limit.
-                    "violations": [v.to_dict() for v in bounded(invalid.violations)],
+                    "violations": [v.to_dict() for v in _bounded(invalid.violations)],
                 },
             )
         name = name_holder[-1]
