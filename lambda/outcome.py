@@ -101,9 +101,12 @@ def settle(
 
     record(True)
     status = report(stepfunctions, item.task_token, job, item.attempt, item.variant)
-    if status == "task gone":
+    if status == "task gone" and not counted:
         # Nobody heard it (the task was between two of its attempts): the next attempt's
         # submit finds the job unreported and reports it then, instead of creating another.
+        # A repeated settle (the job item outlived an earlier one, e.g. its delete failed)
+        # finds the task gone because that one was heard: rewinding would hand this job's
+        # end to the next attempt (a Retry of the task) as if it were its own.
         record(False)
     token_store.forget_job(dynamodb, item.name)
     return status
