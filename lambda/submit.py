@@ -206,6 +206,8 @@ class Submission:
             slot.variant,
             self.run.control_role,
             int(time.time()),
+            request["RoleArn"],
+            request["OutputDataConfig"]["S3OutputPath"],
         )
         token_store.put_job(self.dynamodb, item, self.run.ttl_seconds)
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
@@ -258,6 +260,8 @@ class Submission:
             variant,
             run.control_role,
             int(time.time()),
+            request["RoleArn"],
+            request["OutputDataConfig"]["S3OutputPath"],
         )
         token_store.put_job(self.dynamodb, item, run.ttl_seconds)
         try:
