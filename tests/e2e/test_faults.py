@@ -4,8 +4,8 @@ Every test runs the example app's state machine in the local cloud with the real
 injects one fault of issue 9 item 10, then checks what a user and an operator would see: the
 execution's end, the jobs that exist, the reports sent to the task, and the run table.
 
-The task's own Retry waits (2 s doubling, full jitter) are compressed so that retries to the
-end stay fast; nothing else about time is changed.
+The task's own Retry waits (2 s doubling, full jitter) are compressed by the local cloud
+(``LocalCloud.retry_waits``), so that retries to the end stay fast.
 """
 
 from __future__ import annotations
@@ -16,18 +16,15 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 import boto3
 import pytest
 
+from hetero_constructs.cdk.training_job import DEFAULT_CAPACITY_RETRY
 from hetero_constructs.core import lifecycle
 from hetero_constructs.local import ExecutionResult, LocalCloud
 from tests.synthesized import Synthesized
-
-#: How much faster than the service the task's Retry waits run here.
-RETRY_SPEEDUP = 50
 
 
 @dataclass
@@ -121,19 +118,7 @@ def _record(harness: Harness) -> None:
 
 
 @pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
-
-    real_sleep = retrier_decl.time.sleep
-    monkeypatch.setattr(
-        retrier_decl,
-        "time",
-        SimpleNamespace(sleep=lambda seconds: real_sleep(seconds / RETRY_SPEEDUP)),
-    )
-
-
-@pytest.fixture
-def harness(example: Synthesized, fast_retries: None) -> Iterator[Harness]:
+def harness(example: Synthesized) -> Iterator[Harness]:
     with LocalCloud() as cloud:
         cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
@@ -146,6 +131,8 @@ def harness(example: Synthesized, fast_retries: None) -> Iterator[Harness]:
 # -- helpers ------------------------------------------------------------------------------------
 
 CAPACITY = "CapacityError: Unable to provision requested ML compute capacity."
+#: The example's first attempt and its capacity retries.
+CAPACITY_ATTEMPTS = 1 + DEFAULT_CAPACITY_RETRY.max_attempts
 
 
 def created(result: ExecutionResult) -> list[str]:
@@ -210,36 +197,40 @@ def test_stop_during_submit_missed_by_the_submit_is_stopped_by_one_reconcile_pas
 # -- every event dropped: the reconciler alone finishes every run --------------------------------
 
 
-#: How each job ends, and what its run must end with: (outcome, status, error).
+#: How a run's jobs end, and what the run must end with: (outcomes, status, error). The
+#: example retries capacity failures (``CapacityRetry``), each time with a new job.
 ENDINGS = [
-    ("Completed", "SUCCEEDED", None),
-    ("Failed:AlgorithmError: exit 1", "FAILED", lifecycle.Errors.TRAINING_FAILED),
-    (f"Failed:{CAPACITY}", "FAILED", lifecycle.Errors.CAPACITY),
-    ("Stopped:MaxRuntimeExceeded", "FAILED", lifecycle.Errors.MAX_RUNTIME),
-    ("Stopped", "FAILED", lifecycle.Errors.STOPPED),
+    (["Completed"], "SUCCEEDED", None),
+    (["Failed:AlgorithmError: exit 1"], "FAILED", lifecycle.Errors.TRAINING_FAILED),
+    ([f"Failed:{CAPACITY}", "Completed"], "SUCCEEDED", None),
+    ([f"Failed:{CAPACITY}"] * CAPACITY_ATTEMPTS, "FAILED", lifecycle.Errors.CAPACITY),
+    (["Stopped:MaxRuntimeExceeded"], "FAILED", lifecycle.Errors.MAX_RUNTIME),
+    (["Stopped"], "FAILED", lifecycle.Errors.STOPPED),
 ]
 
 
 def test_every_event_dropped_the_reconciler_finishes_every_run(harness: Harness) -> None:
     cloud = harness.cloud
     dropped = cloud.faults.drop_events(times=1000)
-    for number, (outcome, status, error) in enumerate(ENDINGS):
-        result = harness.run(f"lost-{number}", outcome=outcome, reconcile_every=0.2)
-        assert (result.status, result.error) == (status, error), outcome
-        (job,) = created(result)
+    for number, (outcomes, status, error) in enumerate(ENDINGS):
+        result = harness.run(f"lost-{number}", outcomes=outcomes, reconcile_every=0.2)
+        assert (result.status, result.error) == (status, error), outcomes
+        jobs = created(result)
+        assert len(jobs) == len(outcomes)  # one job per attempt
         if error is None:
-            assert result.output["TrainingJobName"] == job
+            assert result.output["TrainingJobName"] == jobs[-1]
             assert result.output["ModelArtifacts"]["S3ModelArtifacts"].endswith(
-                f"/{job}/output/model.tar.gz"
+                f"/{jobs[-1]}/output/model.tar.gz"
             )
         else:
-            assert cause(result)["TrainingJobName"] == job
-        assert history_types(result).count("TaskSubmitted") == 1
-    assert dropped.times < 1000 - 2 * len(ENDINGS)  # every job's start and end, at least
+            assert cause(result)["TrainingJobName"] == jobs[-1]
+    attempts = sum(len(outcomes) for outcomes, _, _ in ENDINGS)
+    assert dropped.times <= 1000 - 2 * attempts  # every job's start and end, at least
     delivered = [d for d in cloud.bus.deliveries if d.outcome == "delivered"]
     assert {d.event["detail-type"] for d in delivered} == {"Scheduled Event"}  # only these
-    assert reconcile_passes(cloud) >= len(ENDINGS)
-    assert len(harness.reports()) == len(ENDINGS)  # one report per run
+    assert reconcile_passes(cloud) >= attempts
+    assert len(harness.reports()) == attempts  # each job's end reported once, by the reconciler
+    assert all(a.status in ("Completed", "Failed", "Stopped") for a in cloud.training.attempts)
     assert harness.job_items() == []
 
 
@@ -331,12 +322,13 @@ def with_task_retry(template: dict[str, Any], error: str, interval: int) -> dict
 
 
 def test_a_repeated_settle_does_not_hand_the_old_end_to_the_task_s_retry(
-    example: Synthesized, fast_retries: None
+    example: Synthesized,
 ) -> None:
     """The job item outlives its report (its delete is throttled); the events Lambda's own retry
     settles it again. The task's Retry must still create a new job, not get the old failure."""
     with LocalCloud() as cloud:
-        # 60 s between the task's attempts (compressed): the Lambda's retry comes first.
+        # 60 s between the task's attempts (1 s here): the Lambda's own retry comes first.
+        cloud.retry_waits.cap = 1.0
         template = with_task_retry(example.template, lifecycle.Errors.TRAINING_FAILED, 60)
         cloud.deploy(template, template_dir=example.outdir)
         events = cloud.lambdas.find("events.handler")
@@ -349,6 +341,7 @@ def test_a_repeated_settle_does_not_hand_the_old_end_to_the_task_s_retry(
             then=lambda: cloud.faults.throttle("dynamodb", "DeleteItem"),
         )
         result = harness.run("retried", outcomes=["Failed", "Completed"])
+        assert cloud.retry_waits.requested == [60]
         assert [c.operation for c in harness.calls if c.error == "TaskTimedOut"] == [
             "SendTaskFailure"  # the repeated settle found the task answered
         ]
@@ -579,10 +572,12 @@ def test_create_training_job_failing_leaves_no_token(
 
 
 def test_resource_limit_exceeded_leaves_no_token(harness: Harness) -> None:
-    result = harness.run("quota", outcome="ResourceLimitExceeded")
+    # Retried with the next fallback (the example's CapacityRetry), refused every time.
+    result = harness.run("quota", outcomes=["ResourceLimitExceeded"] * CAPACITY_ATTEMPTS)
     assert result.status == "FAILED"
     assert result.error == lifecycle.Errors.RESOURCE_LIMIT
     assert created(result) == []
+    assert len(harness.cloud.training.requests) == CAPACITY_ATTEMPTS
     assert "ResourceLimitExceeded" in cause(result)["FailureReason"]
     assert harness.job_items() == []
 
