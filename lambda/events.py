@@ -6,7 +6,7 @@
   execution, so that no instance keeps running for an execution that is gone.
 - The schedule (``{"action": "reconcile"}``): converge whatever events were lost. A waiting
   task whose job has ended is settled; a job whose execution is no longer running is stopped; a
-  job item whose job was never created is forgotten.
+  job item whose job was never created, or whose name is someone else's job, is forgotten.
 - ``{"action": "replay-dead-letters"}``: process the events that failed before (the dead-letter
   queue), once the cause is fixed.
 
@@ -59,9 +59,13 @@ def on_training_job_change(detail: dict[str, Any], dynamodb: Any) -> str:
     item = token_store.get_job(dynamodb, name)
     if item is None:
         return "ignored: no waiting task"  # not ours, or already settled (a duplicate event)
-    job = _describe(control.client(item.role_arn, "sagemaker"), name)
+    sagemaker = control.client(item.role_arn, "sagemaker")
+    job = _describe(sagemaker, name)
     if job is None or job.get("TrainingJobStatus") not in outcome.TERMINAL:
         return "ignored: not ended yet"
+    if not outcome.is_own_job(sagemaker, item, job):
+        token_store.forget_job(dynamodb, name)  # the name is taken: the submit fails the task
+        return "ignored: another job of this name"
     stepfunctions = control.client(item.role_arn, "stepfunctions")
     return f"reported {outcome.settle(dynamodb, stepfunctions, item, job)}"
 
@@ -92,10 +96,15 @@ def reconcile(dynamodb: Any, now: float | None = None) -> dict[str, int]:
                 token_store.forget_job(dynamodb, item.name)  # the job was never created
                 done["forgotten"] += 1
             continue
-        if job.get("TrainingJobStatus") in outcome.TERMINAL:
+        ended = job.get("TrainingJobStatus") in outcome.TERMINAL
+        orphaned = not ended and not outcome.execution_running(stepfunctions, item.execution_arn)
+        if (ended or orphaned) and not outcome.is_own_job(sagemaker, item, job):
+            token_store.forget_job(dynamodb, item.name)  # someone else's job of this name
+            done["forgotten"] += 1
+        elif ended:
             outcome.settle(dynamodb, stepfunctions, item, job)
             done["settled"] += 1
-        elif not outcome.execution_running(stepfunctions, item.execution_arn):
+        elif orphaned:
             if job.get("TrainingJobStatus") == "InProgress":
                 _stop(sagemaker, item.name)
                 done["stopped"] += 1

@@ -52,6 +52,30 @@ def execution_running(stepfunctions: Any, execution_arn: str) -> bool:
     return bool(status == "RUNNING")
 
 
+def is_own_job(sagemaker: Any, item: token_store.JobItem, job: dict[str, Any]) -> bool:
+    """Whether ``job`` (DescribeTrainingJob) is the one ``item`` waits for, not another job of
+    the same name: its marker tags name the item's execution, slot and attempt, and its role and
+    output path are the run's (markers can be copied, the role and output path cannot).
+
+    The item is written before the job is created: until the submit finds the name taken
+    (HeteroTraining.JobNameTaken) and forgets it, an event or a reconcile pass may meet it with
+    someone else's job, which is never reported nor stopped.
+    """
+    if item.execution_role and job.get("RoleArn") != item.execution_role:
+        return False
+    if item.output_path and (job.get("OutputDataConfig") or {}).get("S3OutputPath") != (
+        item.output_path
+    ):
+        return False
+    tags = sagemaker.list_tags(ResourceArn=job["TrainingJobArn"]).get("Tags", [])
+    found = {tag["Key"]: tag["Value"] for tag in tags}
+    return (
+        found.get(lifecycle.TAG_EXECUTION) == item.execution_arn
+        and found.get(lifecycle.TAG_SLOT) == item.slot
+        and found.get(lifecycle.TAG_ATTEMPT) == str(item.attempt)
+    )
+
+
 def report(
     stepfunctions: Any, task_token: str, job: dict[str, Any], attempt: int, variant: int
 ) -> str:
@@ -101,9 +125,12 @@ def settle(
 
     record(True)
     status = report(stepfunctions, item.task_token, job, item.attempt, item.variant)
-    if status == "task gone":
+    if status == "task gone" and not counted:
         # Nobody heard it (the task was between two of its attempts): the next attempt's
         # submit finds the job unreported and reports it then, instead of creating another.
+        # A repeated settle (the job item outlived an earlier one, e.g. its delete failed)
+        # finds the task gone because that one was heard: rewinding would hand this job's
+        # end to the next attempt (a Retry of the task) as if it were its own.
         record(False)
     token_store.forget_job(dynamodb, item.name)
     return status

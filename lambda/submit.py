@@ -180,6 +180,14 @@ class Submission:
         outcome.send_failure(self.stepfunctions, self.run.task_token, error, cause)
         return {"failed": error, **cause}
 
+    def own_request(self, slot: token_store.SlotItem, name: str) -> dict[str, Any] | None:
+        """The request the slot's attempt sent for a job called ``name`` (what its job matches)."""
+        try:
+            request, _ = prepare(self.event, lambda _prefix: name, slot.capacity_failures)
+        except InvalidOverrides:
+            return None
+        return request
+
     def resume(self, slot: token_store.SlotItem) -> dict[str, Any] | None:
         """Continue the slot's job when an earlier invocation created it and it is unreported.
 
@@ -196,8 +204,13 @@ class Submission:
             outcome.report(self.stepfunctions, run.task_token, done, slot.attempt, slot.variant)
             return {"TrainingJobName": slot.job, "resumed": True}
         job = _describe(self.sagemaker, slot.job)
-        if job is None or not _is_ours(self.sagemaker, job, self.run, slot.attempt, None):
+        request = self.own_request(slot, slot.job) if job is not None else None
+        if job is None or request is None:
             return None  # the earlier invocation never created it: start a new attempt
+        if not _is_ours(self.sagemaker, job, self.run, slot.attempt, request):
+            # Someone else took the name in between: the marker tags can be copied (they are
+            # derived from what the execution shows), the role and output path cannot.
+            return None
         item = token_store.JobItem(
             slot.job,
             self.run.task_token,
@@ -207,6 +220,8 @@ class Submission:
             slot.variant,
             self.run.control_role,
             int(time.time()),
+            request["RoleArn"],
+            request["OutputDataConfig"]["S3OutputPath"],
         )
         token_store.put_job(self.dynamodb, item, self.run.ttl_seconds)
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
@@ -259,6 +274,8 @@ class Submission:
             variant,
             run.control_role,
             int(time.time()),
+            request["RoleArn"],
+            request["OutputDataConfig"]["S3OutputPath"],
         )
         token_store.put_job(self.dynamodb, item, run.ttl_seconds)
         try:

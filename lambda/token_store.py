@@ -1,7 +1,9 @@
 """The run table: what the Lambdas remember between a job's creation and its end.
 
 - ``job#{name}``: a job of ours that is not settled yet: its waiting task's token, execution,
-  slot, attempt and control role. Written BEFORE the job is created and deleted only once the
+  slot, attempt and control role, and the request's execution role and output path (with the
+  job's marker tags, what tells the run's own job from another job of the same name). Written
+  BEFORE the job is created and deleted only once the
   job's end is reported (or the job is known never to have been created), so the reconciler
   finds every job that could still be running. The ``byExecution`` index finds an execution's
   jobs when it ends.
@@ -39,6 +41,8 @@ class JobItem:
     variant: int
     role_arn: str
     created_at: int
+    execution_role: str = ""  # the request's RoleArn ("" in items written before it was kept)
+    output_path: str = ""  # the request's OutputDataConfig.S3OutputPath
 
     @staticmethod
     def parse(item: dict[str, Any]) -> JobItem:
@@ -51,6 +55,8 @@ class JobItem:
             variant=int(item.get("variant", {}).get("N", "0")),
             role_arn=item["role_arn"]["S"],
             created_at=int(item.get("created_at", {}).get("N", "0")),
+            execution_role=item.get("execution_role", {}).get("S", ""),
+            output_path=item.get("output_path", {}).get("S", ""),
         )
 
 
@@ -77,20 +83,22 @@ class SlotItem:
 
 def put_job(dynamodb: Any, job: JobItem, ttl_seconds: int) -> None:
     """Remember a job (and its waiting task); a retried submit overwrites the token."""
-    dynamodb.put_item(
-        TableName=table_name(),
-        Item={
-            "pk": {"S": JOB + job.name},
-            "task_token": {"S": job.task_token},
-            "execution_arn": {"S": job.execution_arn},
-            "slot": {"S": job.slot},
-            "attempt": {"N": str(job.attempt)},
-            "variant": {"N": str(job.variant)},
-            "role_arn": {"S": job.role_arn},
-            "created_at": {"N": str(job.created_at or int(time.time()))},
-            "expires_at": {"N": str(int(time.time()) + ttl_seconds)},
-        },
-    )
+    item: dict[str, Any] = {
+        "pk": {"S": JOB + job.name},
+        "task_token": {"S": job.task_token},
+        "execution_arn": {"S": job.execution_arn},
+        "slot": {"S": job.slot},
+        "attempt": {"N": str(job.attempt)},
+        "variant": {"N": str(job.variant)},
+        "role_arn": {"S": job.role_arn},
+        "created_at": {"N": str(job.created_at or int(time.time()))},
+        "expires_at": {"N": str(int(time.time()) + ttl_seconds)},
+    }
+    if job.execution_role:
+        item["execution_role"] = {"S": job.execution_role}
+    if job.output_path:
+        item["output_path"] = {"S": job.output_path}
+    dynamodb.put_item(TableName=table_name(), Item=item)
 
 
 def get_job(dynamodb: Any, name: str) -> JobItem | None:

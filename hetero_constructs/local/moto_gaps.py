@@ -21,8 +21,10 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
 - Each attempt of a retried callback task gets a new task token (moto reuses the first, so a
   retry fails at once with the previous attempt's outcome).
 - SendTaskFailure keeps its cause (moto drops it); SendTaskSuccess to a stopped execution's
-  token answers ``TaskDoesNotExist``; an execution started without a name gets a UUID (moto:
-  ``None``, so a second nameless start of the same state machine fails).
+  token answers ``TaskDoesNotExist``; a token answers once, as in the service: a second
+  SendTaskSuccess or SendTaskFailure answers ``TaskTimedOut`` (moto accepts it, and replaces the
+  first outcome if the task has not read it yet); an execution started without a name gets a
+  UUID (moto: ``None``, so a second nameless start of the same state machine fails).
 - Every status change of a standard execution is reported to ``on_status`` (for EventBridge).
 """
 
@@ -444,7 +446,8 @@ def _status_changes(patches: Patches, report: _StatusReporter) -> None:
 
 
 def _task_callbacks(patches: Patches) -> None:
-    """SendTaskFailure keeps its cause; a token of a stopped execution is gone, not invalid."""
+    """SendTaskFailure keeps its cause; a token of a stopped execution is gone, not invalid;
+    a token answers once."""
     from moto.core.exceptions import AWSError
     from moto.stepfunctions.exceptions import InvalidToken
     from moto.stepfunctions.parser.asl.eval.callback.callback import (
@@ -474,6 +477,8 @@ def _task_callbacks(patches: Patches) -> None:
         TYPE = "TaskTimedOut"
         STATUS = 400
 
+    answering = threading.Lock()
+
     def notify(backend: Any, task_token: str, outcome: Any) -> None:
         # Every execution's tokens (moto looks only at running ones for success), and errors
         # with their messages (moto raises them without one, which fails in the response).
@@ -482,8 +487,13 @@ def _task_callbacks(patches: Patches) -> None:
             if env is None:
                 continue
             try:
-                if env.callback_pool_manager.notify(callback_id=task_token, outcome=outcome):
-                    return
+                with answering:
+                    endpoint = env.callback_pool_manager.get(task_token)
+                    if endpoint is not None and endpoint.get_outcome() is not None:
+                        # The service closes a task at its first answer.
+                        raise TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
+                    if env.callback_pool_manager.notify(callback_id=task_token, outcome=outcome):
+                        return
             except CallbackNotifyConsumerError as consumer_error:
                 if isinstance(consumer_error.callback_consumer_error, CallbackConsumerTimeout):
                     raise TaskTimedOut("Task Timed Out: the task has timed out") from None
