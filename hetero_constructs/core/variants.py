@@ -39,6 +39,9 @@ class Variant:
 
 def variant(spec: TrainingSpec, index: int) -> Variant:
     """The spec of variant ``index`` (capped at the last); its groups carry no fallbacks."""
+    if not any(g.fallbacks for g in spec.instance_groups):
+        # Nothing to choose: the declared spec, without copying its groups.
+        return Variant(0, spec, (None,) * len(spec.instance_groups))
     index = max(0, min(index, variant_count(spec) - 1))
     groups: list[InstanceGroup] = []
     sources: list[int | None] = []
@@ -52,8 +55,6 @@ def variant(spec: TrainingSpec, index: int) -> Variant:
         chosen = fallbacks[position]
         groups.append(InstanceGroup(group.name, chosen.instance_type, chosen.instance_count))
         sources.append(position)
-    if not any(g.fallbacks for g in spec.instance_groups):
-        return Variant(0, spec, tuple(sources))
     return Variant(index, dataclasses.replace(spec, instance_groups=groups), tuple(sources))
 
 
