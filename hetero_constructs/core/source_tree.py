@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,8 +57,57 @@ def _inside(directory: str, ancestors: tuple[str, ...]) -> bool:
     return any(a == directory or a.startswith(base) for a in ancestors)
 
 
+# A rule asks on every plan whether the source directory can be packaged. A tree of plain files
+# and directories (no symbolic links, whose targets can change unseen) that had no problem is
+# kept with the identity of each of its directories: adding, removing, renaming or replacing an
+# entry changes its directory's modification time, so one stat per directory shows that the
+# answer still holds. As for the listings in ``context``, a tree is kept only once none of its
+# directories has changed for RACY_SECONDS (a change within the timestamp granularity).
+RACY_SECONDS = 2.0
+_MAX_CLEAN_TREES = 64
+_CLEAN_TREES: dict[str, tuple[tuple[str, tuple[int, int, int]], ...]] = {}
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def _unchanged(directory: str, identity: tuple[int, int, int]) -> bool:
+    try:
+        info = os.stat(directory)  # as recorded: the root may be reached through a link
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and _identity(info) == identity
+
+
+def problems(root: Path) -> tuple[SourceProblem, ...]:
+    """The entries under ``root`` that cannot be packaged (``scan(root).problems``)."""
+    key = os.fspath(root)
+    kept = _CLEAN_TREES.get(key)
+    if kept is not None:
+        if all(_unchanged(directory, identity) for directory, identity in kept):
+            return ()
+        del _CLEAN_TREES[key]
+    directories: list[tuple[str, os.stat_result]] = []
+    tree = _walk(root, directories)
+    if tree.problems or not directories:  # not kept: problems, or links met (no directories)
+        return tree.problems
+    settled = time.time() - RACY_SECONDS
+    if all(info.st_mtime < settled for _, info in directories):
+        if len(_CLEAN_TREES) >= _MAX_CLEAN_TREES:
+            _CLEAN_TREES.clear()
+        _CLEAN_TREES[key] = tuple((d, _identity(info)) for d, info in directories)
+    return ()
+
+
 def scan(root: Path) -> SourceTree:
     """Every regular file under ``root`` (caches skipped) and every entry that is a problem."""
+    return _walk(root, None)
+
+
+def _walk(root: Path, directories: list[tuple[str, os.stat_result]] | None) -> SourceTree:
+    """``scan``; when ``directories`` is given, each directory listed with its stat taken
+    before its listing, and the list emptied if a symbolic link is met."""
     files: list[tuple[str, Path]] = []
     problems: list[SourceProblem] = []
     try:
@@ -71,6 +121,12 @@ def scan(root: Path) -> SourceTree:
     pending: list[tuple[Path, str, tuple[str, ...] | None]] = [(root, "", None)]
     while pending:
         directory, prefix, ancestors = pending.pop()
+        if directories is not None:
+            try:
+                directories.append((os.fspath(directory), os.stat(directory)))
+            except OSError:
+                directories.clear()
+                directories = None  # not kept: the listing below reports what is wrong
         try:
             entries = sorted(os.scandir(directory), key=lambda e: e.name)
         except OSError as error:
@@ -89,6 +145,9 @@ def scan(root: Path) -> SourceTree:
                     if not entry.name.endswith(SKIPPED_SUFFIXES):
                         files.append((name, Path(entry.path)))
                     continue
+            if directories is not None:
+                directories.clear()
+                directories = None  # a link or a special entry: the tree is not kept
             try:
                 info = os.stat(entry.path)  # follows links
             except OSError as error:

@@ -20,6 +20,8 @@ MIN_REASON = 10
 )
 def acknowledged_rules(context: RuleContext) -> Iterator[Finding]:
     """Acknowledgments name warning rules of the catalogue, each with a reason."""
+    if not context.spec.acknowledgments:
+        return
     by_id = {registered.id: registered for registered in REGISTRY}
     for rule_id, reason in context.spec.acknowledgments.items():
         path = f"acknowledgments.{rule_id}"

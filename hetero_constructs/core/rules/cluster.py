@@ -310,7 +310,10 @@ def channel_group_limit(context: RuleContext) -> Iterator[Finding]:
             continue
         path = channel_path(channel.name, "instance_groups")
         yield from model_count(path, channel.group_names, _CHANNEL_GROUPS_PATH, "group names")
-        repeated = sorted(n for n, c in Counter(channel.group_names).items() if c > 1)
+        names = channel.group_names
+        if len(set(names)) == len(names):
+            continue
+        repeated = sorted(n for n, c in Counter(names).items() if c > 1)
         if repeated:
             yield Finding(
                 path,

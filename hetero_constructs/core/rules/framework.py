@@ -9,7 +9,7 @@ from pathlib import Path
 from hetero_constructs.core import catalog
 from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.source_tree import scan
+from hetero_constructs.core.source_tree import problems as source_problems
 
 _IMAGES = "SDK v2 image_uri_config/pytorch.json, tensorflow.json"
 _GZIP_SUFFIXES = (".tar.gz", ".tgz", ".gz")
@@ -219,7 +219,7 @@ _LISTED_SOURCE_PROBLEMS = 10
 
 def source_tree_findings(root: Path, path: str = "source_dir") -> Iterator[Finding]:
     """What in the directory ``root`` cannot be packaged (shared with the packaging)."""
-    problems = scan(root).problems
+    problems = source_problems(root)
     for problem in problems[:_LISTED_SOURCE_PROBLEMS]:
         yield Finding(
             path,
