@@ -24,10 +24,15 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.cdk import permissions
-from hetero_constructs.cdk.hygiene import depend_on_policy_only
+from hetero_constructs.cdk.runner import (
+    ContainingStateMachine,
+    TrainingRunner,
+    child_path,
+    remember_path,
+)
 from hetero_constructs.cdk.task import (
     CapacityRetry,
-    HeterogeneousTrainingTask,
+    OwnStateMachineTask,
     default_job_name_prefix,
     spec_from_file,
     split_spec_fields,
@@ -43,6 +48,12 @@ from hetero_constructs.core.violations import SpecValidationError, Violation
 _TASK_ID = "Task"
 DEFAULT_CAPACITY_RETRY = CapacityRetry()
 _STATE_NAME = "Run training job"
+_SUCCEEDED = "Training completed"
+_FAILED = "Training failed"
+_FAILED_COMMENT = "Carries the HeteroTraining.* error and its cause."
+# The ids of an L2 state machine and of its resource: the logical id (and so the state machine,
+# whose name is fixed) stays what it has been.
+_STATE_MACHINE_ID = "Resource"
 
 
 @jsii.implements(ec2.IConnectable)
@@ -109,7 +120,8 @@ class HeterogeneousTrainingJob(Construct):
             in the template's metadata. Errors cannot be acknowledged.
         """
         super().__init__(scope, construct_id)
-        self.path: str = self.node.path
+        self.path: str = child_path(scope, construct_id)
+        remember_path(self, self.path)
         if schedule_input is not None and schedule is None:
             raise ValueError(
                 f"{self.path}: schedule_input is given without a schedule. "
@@ -118,9 +130,19 @@ class HeterogeneousTrainingJob(Construct):
         prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
         jsonata = is_token(spec.max_wait if spec.use_spot_instances else spec.max_run)
         self.query_language = sfn.QueryLanguage.JSONATA if jsonata else sfn.QueryLanguage.JSON_PATH
-        self.task = HeterogeneousTrainingTask(
+        self.runner = TrainingRunner.of(scope)
+        self.runner.serve(self)
+        arns = self.runner.arns
+        # Named after the prefix, so the task's policies name it without a reference.
+        own = ContainingStateMachine(
+            arns.state_machine(prefix),
+            arns.arn("states", f"execution:{prefix}:*"),
+            f"{self.path}/{_STATE_MACHINE_ID}/Resource",
+        )
+        self.task = OwnStateMachineTask(
             self,
             _TASK_ID,
+            own_state_machine=own,
             spec=spec,
             role=role,
             job_name_prefix=prefix,
@@ -128,9 +150,6 @@ class HeterogeneousTrainingJob(Construct):
             output_encryption_key=output_encryption_key,
             include_runtime_helper=include_runtime_helper,
             completion_margin=completion_margin,
-            overrides=sfn.TaskInput.from_text("{% $states.input %}")
-            if jsonata
-            else sfn.TaskInput.from_json_path_at("$"),
             query_language=self.query_language,
             state_name=_STATE_NAME,
             capacity_retry=capacity_retry,
@@ -140,16 +159,16 @@ class HeterogeneousTrainingJob(Construct):
             acknowledgments=acknowledgments,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
-        self.runner = self.task.runner
         self.spec = self.task.spec
         self.request = self.task.request
         self.deployment = self.task.deployment
         self.job_name_prefix = prefix
         self.role = self.task.role
         self.code_asset = self.task.code_asset
-        self.state_machine = self._state_machine(
+        self.state_machine_resource = self._state_machine(
             log_retention, log_encryption_key, include_execution_data
         )
+        self._state_machine_reference: sfn.IStateMachine | None = None
         CfnOutput(
             self,
             "StateMachineArnOutput",
@@ -177,6 +196,19 @@ class HeterogeneousTrainingJob(Construct):
     # -- the state machine -----------------------------------------------------------------------
 
     @property
+    def state_machine(self) -> sfn.IStateMachine:
+        """The state machine (``grant_start_execution``, ``StepFunctionsStartExecution``, metrics).
+
+        Its ARN is the resource's ``Ref``, as an L2 state machine's is; made when first asked
+        for (most apps never ask).
+        """
+        if self._state_machine_reference is None:
+            self._state_machine_reference = sfn.StateMachine.from_state_machine_arn(
+                self, "StateMachine", self.state_machine_resource.ref
+            )
+        return self._state_machine_reference
+
+    @property
     def state_machine_name(self) -> str:
         """Named after the prefix, so policies can name it without a reference."""
         return self.job_name_prefix
@@ -194,52 +226,67 @@ class HeterogeneousTrainingJob(Construct):
         log_retention: logs.RetentionDays | None,
         log_key: kms.IKey | None,
         include_execution_data: bool,
-    ) -> sfn.StateMachine:
-        jsonata = self.query_language == sfn.QueryLanguage.JSONATA
-        failed = sfn.Fail(
-            self,
-            "Training failed",
-            error="{% $states.input.Error %}" if jsonata else None,
-            cause="{% $states.input.Cause %}" if jsonata else None,
-            error_path=None if jsonata else "$.Error",
-            cause_path=None if jsonata else "$.Cause",
-            comment="Carries the HeteroTraining.* error and its cause.",
-        )
-        self.task.add_catch(failed, errors=["States.ALL"])
-        definition = self.task.next(sfn.Succeed(self, "Training completed"))
+    ) -> sfn.CfnStateMachine:
+        """The state machine: the task, then success or the failure it caught (one document)."""
         if log_key is not None:
             permissions.allow_log_encryption(log_key, self.task.arns)
-            log_group: logs.ILogGroup = logs.LogGroup(
+            log_group_arn = logs.LogGroup(
                 self,
                 "StateMachineLogs",
                 retention=log_retention or self.runner.log_retention,
                 encryption_key=log_key,
                 removal_policy=RemovalPolicy.DESTROY,
                 log_group_name=f"/aws/vendedlogs/states/{self.state_machine_name}",
-            )
+            ).log_group_arn
         else:
-            log_group = self.runner.state_machine_logs
-        # A run that is retrying for capacity is not timed out: the whole run may take every
-        # attempt, every wait between them, and an hour for the submissions.
-        longest = self.task.longest_run_seconds
-        state_machine = sfn.StateMachine(
-            self,
+            log_group_arn = self.runner.state_machine_logs_arn
+        self._state_machine_scope = Construct(self, _STATE_MACHINE_ID)
+        resource = sfn.CfnStateMachine(
+            self._state_machine_scope,
             "Resource",
-            state_machine_name=self.state_machine_name,
-            definition_body=sfn.DefinitionBody.from_chainable(definition),
-            role=self.runner.state_machine_role,
-            query_language=self.query_language,
-            # The whole run may not outlast the wait by more than an hour (stuck submissions).
-            timeout=Duration.seconds(longest + 3600) if longest is not None else None,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=log_group,
-                level=sfn.LogLevel.ALL,
+            definition_string=self.runner.stack.to_json_string(self._definition()),
+            logging_configuration=sfn.CfnStateMachine.LoggingConfigurationProperty(
+                destinations=[
+                    sfn.CfnStateMachine.LogDestinationProperty(
+                        cloud_watch_logs_log_group=sfn.CfnStateMachine.CloudWatchLogsLogGroupProperty(
+                            log_group_arn=log_group_arn
+                        )
+                    )
+                ],
                 include_execution_data=include_execution_data,
+                level="ALL",
             ),
+            role_arn=self.runner.state_machine_role_arn,
+            state_machine_name=self.state_machine_name,
+            tracing_configuration=sfn.CfnStateMachine.TracingConfigurationProperty(enabled=True),
         )
-        depend_on_policy_only(state_machine, self.runner.state_machine_role)
-        return state_machine
+        resource.apply_removal_policy(RemovalPolicy.DESTROY)
+        self.runner.own_state_machine_resource(resource)
+        return resource
+
+    def _definition(self) -> dict[str, Any]:
+        """The definition aws-cdk-lib renders for this chain, built in Python."""
+        jsonata = self.query_language == sfn.QueryLanguage.JSONATA
+        failed: dict[str, Any] = {"Type": "Fail", "Comment": _FAILED_COMMENT}
+        if jsonata:
+            failed |= {"Error": "{% $states.input.Error %}", "Cause": "{% $states.input.Cause %}"}
+        else:
+            failed |= {"ErrorPath": "$.Error", "CausePath": "$.Cause"}
+        definition: dict[str, Any] = {
+            "StartAt": _STATE_NAME,
+            "States": {
+                _STATE_NAME: self.task.own_state_json(next_state=_SUCCEEDED, catch_state=_FAILED),
+                _SUCCEEDED: {"Type": "Succeed"},
+                _FAILED: failed,
+            },
+        }
+        # A run that is retrying for capacity is not timed out: the whole run may take every
+        # attempt, every wait between them, and an hour for stuck submissions.
+        longest = self.task.longest_run_seconds
+        if longest is not None:
+            definition["TimeoutSeconds"] = longest + 3600
+        definition["QueryLanguage"] = "JSONata" if jsonata else "JSONPath"
+        return definition
 
     def _schedule(self, schedule: events.Schedule, schedule_input: Mapping[str, Any]) -> None:
         self.check_overrides(schedule_input, "schedule_input")
@@ -252,6 +299,12 @@ class HeterogeneousTrainingJob(Construct):
                 targets.SfnStateMachine(
                     self.state_machine,
                     input=events.RuleTargetInput.from_object(dict(schedule_input)),
+                    # Where the target puts its role for an L2 state machine: same logical id.
+                    role=iam.Role(
+                        self._state_machine_scope,
+                        "EventsRole",
+                        assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+                    ),
                 )
             ],
         )
