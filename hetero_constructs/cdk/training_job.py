@@ -325,33 +325,39 @@ class HeterogeneousTrainingJob(Construct):
 
     def _alarm(self, topic: sns.ITopic | None) -> cloudwatch.CfnAlarm:
         """One alarm: executions that failed, timed out or were aborted (5-minute sums)."""
+        # The queries as jsii maps (its property names): struct objects cost type checks and
+        # conversions on both sides of jsii for the same template.
         dimensions = [{"name": "StateMachineArn", "value": self.state_machine_arn}]
-        metrics = [
-            cloudwatch.CfnAlarm.MetricDataQueryProperty(
-                id=f"m{index}",
-                return_data=False,
-                metric_stat=cloudwatch.CfnAlarm.MetricStatProperty(
-                    metric=cloudwatch.CfnAlarm.MetricProperty(
-                        namespace="AWS/States", metric_name=metric, dimensions=dimensions
-                    ),
-                    period=300,
-                    stat="Sum",
-                ),
-            )
+        metrics: list[Any] = [
+            {
+                "id": f"m{index}",
+                "returnData": False,
+                "metricStat": {
+                    "metric": {
+                        "namespace": "AWS/States",
+                        "metricName": metric,
+                        "dimensions": dimensions,
+                    },
+                    "period": 300,
+                    "stat": "Sum",
+                },
+            }
             for index, metric in enumerate(
                 ("ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted")
             )
         ]
-        ended = cloudwatch.CfnAlarm.MetricDataQueryProperty(
-            id="ended",
-            expression="FILL(m0, 0) + FILL(m1, 0) + FILL(m2, 0)",
-            label="Training runs that failed, timed out or were aborted",
-            return_data=True,
+        metrics.append(
+            {
+                "id": "ended",
+                "expression": "FILL(m0, 0) + FILL(m1, 0) + FILL(m2, 0)",
+                "label": "Training runs that failed, timed out or were aborted",
+                "returnData": True,
+            }
         )
         return cloudwatch.CfnAlarm(
             self,
             "RunsEndedBadlyAlarm",
-            metrics=[*metrics, ended],
+            metrics=metrics,
             evaluation_periods=1,
             threshold=1,
             comparison_operator="GreaterThanOrEqualToThreshold",
