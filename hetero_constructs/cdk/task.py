@@ -14,6 +14,7 @@ import functools
 import hashlib
 import inspect
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,8 @@ LAMBDA_ERRORS = (
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
 )
+# A string token as CDK encodes it in a string.
+STRING_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
 # Context-object fields the submit Lambda needs: they identify the attempt and its job.
 _CONTEXT = {
     "taskToken": "Task.Token",
@@ -911,6 +914,21 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         state.update(self._render_assign(top_level_query_language) or {})
         state.update(self._task_fields(jsonata))
         return state
+
+    @functools.cached_property
+    def string_tokens(self) -> frozenset[str]:
+        """The tokens of the task's own state that hold strings: ARNs, the code's URL, ..."""
+        values = [
+            self.role_arn,
+            self.control_role_arn,
+            self.runner.submit_function_arn,
+            self.arns.partition,
+            self.arns.region,
+            self.arns.account,
+            self.code_location.url if self.code_location else "",
+            self.deployment.dlc_image_uri or "",  # the region's DLC account and URL suffix
+        ]
+        return frozenset(STRING_TOKEN.findall(" ".join(values)))
 
     def own_state_json(self, *, next_state: str, catch_state: str) -> dict[str, Any]:
         """The state in its construct's own state machine, rendered without jsii.

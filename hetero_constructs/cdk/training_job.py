@@ -6,6 +6,8 @@ An execution runs one training job to its end; its input is the task's overrides
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -31,6 +33,7 @@ from hetero_constructs.cdk.runner import (
     remember_path,
 )
 from hetero_constructs.cdk.task import (
+    STRING_TOKEN,
     CapacityRetry,
     OwnStateMachineTask,
     default_job_name_prefix,
@@ -244,7 +247,7 @@ class HeterogeneousTrainingJob(Construct):
         resource = sfn.CfnStateMachine(
             self._state_machine_scope,
             "Resource",
-            definition_string=self.runner.stack.to_json_string(self._definition()),
+            definition_string=self._definition_string(),
             logging_configuration=sfn.CfnStateMachine.LoggingConfigurationProperty(
                 destinations=[
                     sfn.CfnStateMachine.LogDestinationProperty(
@@ -263,6 +266,25 @@ class HeterogeneousTrainingJob(Construct):
         resource.apply_removal_policy(RemovalPolicy.DESTROY)
         self.runner.own_state_machine_resource(resource)
         return resource
+
+    def _definition_string(self) -> str:
+        """The definition as JSON text, with the task's own tokens in its strings.
+
+        aws-cdk-lib's ``to_json_string`` renders a string token inside JSON the way CDK renders
+        any token inside a string: ``Fn::Join`` around its value. The text is written here
+        instead, as ``JSON.stringify`` writes it, when every token in it is one of the task's
+        own string-valued tokens (ARNs, partition, region, account, the code's URL). Any other
+        token (a user's, a number, a list) is left to ``to_json_string``, which knows its type.
+        """
+        definition = self._definition()
+        text = _json_text(definition)
+        if (
+            text is not None
+            and "#{Token[" not in text
+            and set(STRING_TOKEN.findall(text)) <= self.task.string_tokens
+        ):
+            return text
+        return self.runner.stack.to_json_string(definition)
 
     def _definition(self) -> dict[str, Any]:
         """The definition aws-cdk-lib renders for this chain, built in Python."""
@@ -382,3 +404,47 @@ class HeterogeneousTrainingJob(Construct):
         resources = self.request["ResourceConfig"]
         groups = resources.get("InstanceGroups")
         return [g["InstanceType"] for g in groups] if groups else [resources["InstanceType"]]
+
+
+# Integers beyond this are not exact in JavaScript; JSON.stringify would print other digits.
+_EXACT_IN_JAVASCRIPT = 2**53
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as JavaScript's ``JSON.stringify`` writes it (compact), or None.
+
+    None for what Python would write differently: floats it writes with an exponent or that
+    are not finite (a CDK number token is a float of about -1.9e289), integers JavaScript
+    cannot hold exactly, and strings holding lone surrogates.
+    """
+    if isinstance(value, str):
+        if any("\ud800" <= c <= "\udfff" for c in value):
+            return None
+        return json.dumps(value, ensure_ascii=False)
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value) if abs(value) <= _EXACT_IN_JAVASCRIPT else None
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        if value.is_integer():
+            return _json_text(int(value))
+        text = repr(value)
+        return None if "e" in text else text
+    parts: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            rendered = _json_text(item)
+            if not isinstance(key, str) or rendered is None:
+                return None
+            parts.append(f"{json.dumps(key, ensure_ascii=False)}:{rendered}")
+        return "{" + ",".join(parts) + "}"
+    if isinstance(value, list | tuple):
+        for item in value:
+            rendered = _json_text(item)
+            if rendered is None:
+                return None
+            parts.append(rendered)
+        return "[" + ",".join(parts) + "]"
+    return None
