@@ -61,6 +61,11 @@ LAMBDA_ERRORS = (
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
 )
+# The execution role is created once its policy is known, and the policy comes from the request:
+# the request is planned with this stand-in for the role's ARN, a deploy-time value (a token) to
+# every rule as the role's own ARN is, which then takes its place.
+_ROLE_ARN_STAND_IN = "${Token[hetero-constructs.ExecutionRoleArn]}"
+_CONTROL_POLICY = "TrainingControl"
 # A string token as CDK encodes it in a string.
 STRING_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
 # Context-object fields the submit Lambda needs: they identify the attempt and its job.
@@ -352,25 +357,33 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         role = role or self._spec_role(spec)
         self.code_location = self._code_location(spec, include_runtime_helper)
         self.code_asset = self.code_location.asset if self.code_location else None
-        owned_role = None if role is not None else self._execution_role()
-        self.role: iam.IRole = role or owned_role  # type: ignore[assignment]
-        self.role_arn = self.role.role_arn
         # The DLC account is kept apart: as a token it cannot be parsed back out of the URI.
         dlc_image, self._image_account = (None, None) if spec.image_uri else self._dlc_image(spec)
-        self.deployment = Deployment(
+        deployment = Deployment(
             job_name=self.job_name_prefix,
-            role_arn=self.role_arn,
+            role_arn=role.role_arn if role is not None else _ROLE_ARN_STAND_IN,
             region=self.arns.region,
             submit_directory=self.code_location.url if self.code_location else None,
             dlc_image_uri=dlc_image,
         )
         self.spec = spec
         violations = self._region_violations(spec)
-        result = plan(spec, self.deployment, is_token=is_token)
+        result = plan(spec, deployment, is_token=is_token)
         if result.request is None or violations:
             raise SpecValidationError([*violations, *result.violations], scope=self.path)
         self.request: dict[str, Any] = result.request
-        self._grant_execution_role(owned_role)
+        statements = self._execution_statements()
+        if role is None:
+            role = self._execution_role(statements)
+            # The role's own ARN in place of the stand-in the request was planned with.
+            assert self.request["RoleArn"] == _ROLE_ARN_STAND_IN
+            self.request["RoleArn"] = role.role_arn
+            deployment = dataclasses.replace(deployment, role_arn=self.request["RoleArn"])
+        else:
+            permissions.policy(self, "ExecutionPolicy", statements, role)
+        self.role: iam.IRole = role
+        self.deployment = deployment
+        self.role_arn: str = deployment.role_arn  # type: ignore[assignment]
         self.control_role_arn = self._control_role()
         self.acknowledged = result.acknowledged
         if result.acknowledged:
@@ -617,8 +630,12 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
 
     # -- permissions ------------------------------------------------------------------------------
 
-    def _execution_role(self) -> iam.Role:
-        """SageMaker's role for this task's jobs, with SageMaker's confused-deputy conditions."""
+    def _execution_role(self, statements: list[permissions.Statement]) -> iam.Role:
+        """SageMaker's role for this task's jobs, with SageMaker's confused-deputy conditions.
+
+        Its policy is inline: one resource per job instead of two.
+        """
+        document = {"Version": "2012-10-17", "Statement": statements}
         return iam.Role(
             self,
             "ExecutionRole",
@@ -630,10 +647,11 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
                 },
             ),
             description=f"SageMaker execution role of {self.path}",
+            inline_policies={"Training": iam.PolicyDocument.from_json(document)},
         )
 
-    def _grant_execution_role(self, owned_role: iam.Role | None) -> None:
-        """The channels, output, code, logs, image, keys and VPC of the job, in one policy."""
+    def _execution_statements(self) -> list[permissions.Statement]:
+        """The channels, output, code, logs, image, keys and VPC of the job."""
         request, spec, arns = self.request, self.spec, self.arns
         reads = [
             c["DataSource"]["S3DataSource"]["S3Uri"]
@@ -662,17 +680,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             code = self.code_location
             code_object = f"arn:{arns.partition}:s3:::{code.bucket}/{code.key}"
             statements.append(permissions.allow(["s3:GetObject"], [code_object]))
-        document = {"Version": "2012-10-17", "Statement": statements}
-        if owned_role is not None:
-            # Inline in the role: one resource per job instead of two.
-            cfn_role = owned_role.node.default_child
-            assert isinstance(cfn_role, iam.CfnRole)
-            cfn_role.policies = [
-                iam.CfnRole.PolicyProperty(policy_name="Training", policy_document=document)
-            ]
-        else:
-            permissions.policy(self, "ExecutionPolicy", statements, self.role)
         self._acknowledge_execution_policy(reads, writes, statements)
+        return statements
 
     def _acknowledge_execution_policy(
         self, reads: list[str], writes: list[str], statements: list[permissions.Statement]
@@ -708,11 +717,14 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
     def _control_role(self) -> str:
         """The role the shared Lambdas assume for this task's jobs (and nothing else); its ARN.
 
-        The policy names the state machines that contain the task: a user's exist only once
-        the user has built them, so it is then rendered at synth, in a policy of its own (the
-        state machine names the role, the policy names the state machine).
+        Its policy names the state machines that contain the task. A construct's own state
+        machine is known now and named without a reference: the policy is inline. A user's
+        state machine exists only once the user has built it, and names the role in its
+        definition: the policy is then rendered at synth, in a resource of its own that names
+        both (inline, the role and the state machine would each wait for the other).
         """
         runner = self.runner
+        own = self._own_state_machine is not None
         # L1 under the path (and so the logical id) an L2 role has: in-flight runs name it.
         holder = Construct(self, "ControlRole")
         role = iam.CfnRole(
@@ -727,19 +739,18 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             },
             description=f"Submits, follows and stops the training jobs of {self.path}",
             path=runner.control_role_path,
+            policies=[{"policyName": _CONTROL_POLICY, "policyDocument": self._control_document()}]
+            if own
+            else None,
         )
-        document = (
-            self._control_document()
-            if self._own_state_machine is not None
-            else at_synth(self._control_document)
-        )
-        iam.CfnPolicy(
-            self,
-            "ControlPolicy",
-            policy_name="TrainingControl",
-            roles=[role.ref],
-            policy_document=document,
-        )
+        if not own:
+            iam.CfnPolicy(
+                self,
+                "ControlPolicy",
+                policy_name=_CONTROL_POLICY,
+                roles=[role.ref],
+                policy_document=at_synth(self._control_document),
+            )
         self._acknowledgments.wildcards(
             f"Training job names are derived per attempt under the prefix "
             f"'{self.job_name_prefix}-'; the wildcard covers exactly those jobs (creation is "
