@@ -160,7 +160,7 @@ class JsiiCalls:
             self.count += 1
             return send(this, request, response_type)
 
-        node_process.send = counted  # type: ignore[method-assign]
+        node_process.send = counted  # type: ignore[method-assign,assignment]
 
 
 def synth_seconds(add_job: Callable[[cdk.Stack, int], None], jobs: int) -> tuple[float, float]:
