@@ -191,6 +191,7 @@ class TrainingRunner(Construct):
 
         self.table = self._table()
         self.dead_letters = self._dead_letter_queue()
+        self._dead_letters_arn = self.dead_letters.queue_arn
         # A __pycache__ would change the asset hash from one synth to the next.
         code = lambda_.Code.from_asset(
             str(lambda_package()), exclude=["**/__pycache__", "**/*.pyc"]
@@ -205,11 +206,13 @@ class TrainingRunner(Construct):
         )
         # Read once: every task's definition and control role name them.
         self.submit_function_arn = self.submit_function.function_arn
-        self.lambda_role_arns = [
-            role.role_arn
-            for role in (self.submit_function.role, self.events_function.role)
-            if role is not None
-        ]
+        self._events_function_arn = self.events_function.function_arn
+        self._roles = {
+            function: role
+            for function in (self.submit_function, self.events_function)
+            if (role := function.role) is not None
+        }
+        self.lambda_role_arns = [role.role_arn for role in self._roles.values()]
         self._grant_shared()
         self._acknowledge_serverless()
         self._rules(reconcile_interval or Duration.minutes(5))
@@ -320,18 +323,20 @@ class TrainingRunner(Construct):
             assume,
             permissions.allow(
                 ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
-                [self.dead_letters.queue_arn],
+                [self._dead_letters_arn],
             ),
         ]
         for function, statements in (
             (self.submit_function, submit),
             (self.events_function, lifecycle_statements),
         ):
-            role = function.role
-            assert role is not None
-            for statement in statements:
-                role.add_to_principal_policy(iam.PolicyStatement.from_json(statement))
-            depend_on_policy_only(function, role)
+            role = self._roles[function]
+            # The function's own grants (logs, X-Ray, its queue) made the role's default policy;
+            # these statements join it in one call, in the order add_to_principal_policy adds.
+            policy = role.node.try_find_child("DefaultPolicy")
+            assert isinstance(policy, iam.Policy)
+            policy.add_statements(*(iam.PolicyStatement.from_json(s) for s in statements))
+            depend_on_policy_only(function, role, policy)
             nag.Acknowledgments(role, self.nag_ids).wildcards(
                 "The shared Lambdas assume the control roles of this runner's training tasks "
                 f"(path {self.control_role_path}), each of which holds one task's permissions.",
@@ -363,11 +368,9 @@ class TrainingRunner(Construct):
     def _rules(self, reconcile_interval: Duration) -> None:
         """Job ends (tagged with this runner), execution ends, and the reconcile schedule."""
         target = events.CfnRule.TargetProperty(
-            arn=self.events_function.function_arn,
+            arn=self._events_function_arn,
             id="Lifecycle",
-            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(
-                arn=self.dead_letters.queue_arn
-            ),
+            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(arn=self._dead_letters_arn),
             retry_policy=events.CfnRule.RetryPolicyProperty(
                 maximum_event_age_in_seconds=24 * 3600, maximum_retry_attempts=8
             ),
@@ -393,48 +396,45 @@ class TrainingRunner(Construct):
                 },
             ),
         }
-        rules: list[events.CfnRule] = []
+        # Each rule by its construct id, its ARN read once.
+        rules: dict[str, str] = {}
         for construct_id, (description, pattern) in patterns.items():
-            rules.append(
-                events.CfnRule(
-                    self,
-                    construct_id,
-                    description=description,
-                    event_pattern=pattern,
-                    targets=[target],
-                )
-            )
+            rules[construct_id] = events.CfnRule(
+                self,
+                construct_id,
+                description=description,
+                event_pattern=pattern,
+                targets=[target],
+            ).attr_arn
         schedule_target = events.CfnRule.TargetProperty(
-            arn=self.events_function.function_arn,
+            arn=self._events_function_arn,
             id="Reconcile",
             input=json.dumps({"action": "reconcile"}),
             dead_letter_config=target.dead_letter_config,
             retry_policy=target.retry_policy,
         )
-        rules.append(
-            events.CfnRule(
-                self,
-                "Reconcile",
-                description="Converges training runs whatever events were lost",
-                schedule_expression=f"rate({int(reconcile_interval.to_minutes())} minutes)",
-                targets=[schedule_target],
-            )
-        )
-        for rule in rules:
+        rules["Reconcile"] = events.CfnRule(
+            self,
+            "Reconcile",
+            description="Converges training runs whatever events were lost",
+            schedule_expression=f"rate({int(reconcile_interval.to_minutes())} minutes)",
+            targets=[schedule_target],
+        ).attr_arn
+        for construct_id, rule_arn in rules.items():
             lambda_.CfnPermission(
                 self,
-                f"{rule.node.id}Invoke",
+                f"{construct_id}Invoke",
                 action="lambda:InvokeFunction",
-                function_name=self.events_function.function_arn,
+                function_name=self._events_function_arn,
                 principal="events.amazonaws.com",
-                source_arn=rule.attr_arn,
+                source_arn=rule_arn,
             )
         self.dead_letters.add_to_resource_policy(
             iam.PolicyStatement(
                 actions=["sqs:SendMessage"],
                 principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                resources=[self.dead_letters.queue_arn],
-                conditions={"ArnEquals": {"aws:SourceArn": [r.attr_arn for r in rules]}},
+                resources=[self._dead_letters_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": list(rules.values())}},
             )
         )
 
@@ -468,13 +468,16 @@ class TrainingRunner(Construct):
             ),
             *(
                 alarm(
-                    f"{function.node.id}ErrorsAlarm",
-                    f"The training runner's {function.node.id} Lambda failed",
+                    f"{construct_id}ErrorsAlarm",
+                    f"The training runner's {construct_id} Lambda failed",
                     namespace="AWS/Lambda",
                     metric_name="Errors",
                     dimensions=[{"name": "FunctionName", "value": function.function_name}],
                 )
-                for function in (self.submit_function, self.events_function)
+                for construct_id, function in (
+                    ("SubmitFunction", self.submit_function),
+                    ("EventsFunction", self.events_function),
+                )
             ),
         ]
 
