@@ -207,7 +207,8 @@ def _retry(
         "ErrorEquals": errors,
         "IntervalSeconds": interval,
         "MaxAttempts": max_attempts,
-        "BackoffRate": backoff_rate,
+        # A whole rate as an integer: the number JSON.stringify writes for it (2, not 2.0).
+        "BackoffRate": int(backoff_rate) if float(backoff_rate).is_integer() else backoff_rate,
     }
     if max_delay is not None:
         retry["MaxDelaySeconds"] = max_delay

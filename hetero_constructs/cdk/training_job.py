@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -248,20 +249,15 @@ class HeterogeneousTrainingJob(Construct):
             self._state_machine_scope,
             "Resource",
             definition_string=self._definition_string(),
-            logging_configuration=sfn.CfnStateMachine.LoggingConfigurationProperty(
-                destinations=[
-                    sfn.CfnStateMachine.LogDestinationProperty(
-                        cloud_watch_logs_log_group=sfn.CfnStateMachine.CloudWatchLogsLogGroupProperty(
-                            log_group_arn=log_group_arn
-                        )
-                    )
-                ],
-                include_execution_data=include_execution_data,
-                level="ALL",
-            ),
+            # jsii maps (its property names), as for the alarm: no struct objects to check.
+            logging_configuration={
+                "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": log_group_arn}}],
+                "includeExecutionData": include_execution_data,
+                "level": "ALL",
+            },
             role_arn=self.runner.state_machine_role_arn,
             state_machine_name=self.state_machine_name,
-            tracing_configuration=sfn.CfnStateMachine.TracingConfigurationProperty(enabled=True),
+            tracing_configuration={"enabled": True},
         )
         resource.apply_removal_policy(RemovalPolicy.DESTROY)
         self.runner.own_state_machine_resource(resource)
@@ -406,6 +402,8 @@ class HeterogeneousTrainingJob(Construct):
         return [g["InstanceType"] for g in groups] if groups else [resources["InstanceType"]]
 
 
+# A UTF-16 surrogate: JSON.stringify escapes a lone one, Python's json writes it as it is.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 # Integers beyond this are not exact in JavaScript; JSON.stringify would print other digits.
 _EXACT_IN_JAVASCRIPT = 2**53
 
@@ -413,38 +411,27 @@ _EXACT_IN_JAVASCRIPT = 2**53
 def _json_text(value: Any) -> str | None:
     """``value`` as JavaScript's ``JSON.stringify`` writes it (compact), or None.
 
-    None for what Python would write differently: floats it writes with an exponent or that
-    are not finite (a CDK number token is a float of about -1.9e289), integers JavaScript
-    cannot hold exactly, and strings holding lone surrogates.
+    None for what Python would write differently: whole or exponent floats (Python writes 2.0
+    where JavaScript writes 2; a CDK number token is a float of about -1.9e289), integers
+    JavaScript cannot hold exactly, keys that are not strings, and lone surrogates (which
+    JavaScript escapes).
     """
-    if isinstance(value, str):
-        if any("\ud800" <= c <= "\udfff" for c in value):
-            return None
-        return json.dumps(value, ensure_ascii=False)
-    if value is None or isinstance(value, bool):
-        return json.dumps(value)
+    if not _written_alike(value):
+        return None
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return None if _SURROGATE.search(text) else text
+
+
+def _written_alike(value: Any) -> bool:
+    """Whether Python's json and JavaScript's JSON.stringify write ``value`` alike."""
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return True
     if isinstance(value, int):
-        return str(value) if abs(value) <= _EXACT_IN_JAVASCRIPT else None
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        if value.is_integer():
-            return _json_text(int(value))
-        text = repr(value)
-        return None if "e" in text else text
-    parts: list[str] = []
+        return abs(value) <= _EXACT_IN_JAVASCRIPT
+    if isinstance(value, float):  # e.g. a backoff rate of 1.5; not 2.0, 1e-7 or a token
+        return math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
     if isinstance(value, Mapping):
-        for key, item in value.items():
-            rendered = _json_text(item)
-            if not isinstance(key, str) or rendered is None:
-                return None
-            parts.append(f"{json.dumps(key, ensure_ascii=False)}:{rendered}")
-        return "{" + ",".join(parts) + "}"
+        return all(isinstance(k, str) and _written_alike(v) for k, v in value.items())
     if isinstance(value, list | tuple):
-        for item in value:
-            rendered = _json_text(item)
-            if rendered is None:
-                return None
-            parts.append(rendered)
-        return "[" + ",".join(parts) + "]"
-    return None
+        return all(_written_alike(item) for item in value)
+    return False
