@@ -367,14 +367,13 @@ class TrainingRunner(Construct):
 
     def _rules(self, reconcile_interval: Duration) -> None:
         """Job ends (tagged with this runner), execution ends, and the reconcile schedule."""
-        target = events.CfnRule.TargetProperty(
-            arn=self._events_function_arn,
-            id="Lifecycle",
-            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(arn=self._dead_letters_arn),
-            retry_policy=events.CfnRule.RetryPolicyProperty(
-                maximum_event_age_in_seconds=24 * 3600, maximum_retry_attempts=8
-            ),
-        )
+        # Targets as jsii maps (its property names): struct objects cost type checks and
+        # conversions for the same template.
+        delivery: dict[str, Any] = {
+            "deadLetterConfig": {"arn": self._dead_letters_arn},
+            "retryPolicy": {"maximumEventAgeInSeconds": 24 * 3600, "maximumRetryAttempts": 8},
+        }
+        target = {"arn": self._events_function_arn, "id": "Lifecycle", **delivery}
         patterns = {
             "JobStateChange": (
                 "Settles the waiting task of a training run when its job ends",
@@ -406,13 +405,12 @@ class TrainingRunner(Construct):
                 event_pattern=pattern,
                 targets=[target],
             ).attr_arn
-        schedule_target = events.CfnRule.TargetProperty(
-            arn=self._events_function_arn,
-            id="Reconcile",
-            input=json.dumps({"action": "reconcile"}),
-            dead_letter_config=target.dead_letter_config,
-            retry_policy=target.retry_policy,
-        )
+        schedule_target = {
+            "arn": self._events_function_arn,
+            "id": "Reconcile",
+            "input": json.dumps({"action": "reconcile"}),
+            **delivery,
+        }
         rules["Reconcile"] = events.CfnRule(
             self,
             "Reconcile",
