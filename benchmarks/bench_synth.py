@@ -3,9 +3,10 @@
 Both stacks hold N state machines that each run one training job with the same image, code
 asset, channel, output, stopping condition, logging, tracing, retries and alarms (see
 ``builtin``); the built-in task has no instance groups, so its jobs are homogeneous. Prints the
-figures of this run; the last line is
-``synth ratio ours/builtin: X.XX``.
-Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20] [--rounds 5]``.
+figures of this run (construction and ``app.synth`` apart, medians of interleaved rounds with
+the order alternated); the last lines are ``synth ratio ours/builtin: X.XX`` for each stack size
+and ``jsii calls per job: ours N, builtin M`` (kernel requests: (at 20 jobs - at 1) / 19).
+Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20 40] [--rounds 9]``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -144,39 +146,83 @@ def builtin(stack: cdk.Stack, index: int) -> None:
         metric.create_alarm(stack, f"{name}{index}", threshold=1, evaluation_periods=1)
 
 
-def synth_seconds(add_job: Callable[[cdk.Stack, int], None], jobs: int) -> float:
+class JsiiCalls:
+    """Counts the requests this process sends to the jsii kernel (create, get, invoke, ...)."""
+
+    def __init__(self) -> None:
+        from jsii._kernel.providers import process
+
+        self.count = 0
+        node_process = process._NodeProcess
+        send = node_process.send
+
+        def counted(this: Any, request: Any, response_type: Any) -> Any:
+            self.count += 1
+            return send(this, request, response_type)
+
+        node_process.send = counted  # type: ignore[method-assign,assignment]
+
+
+def synth_seconds(add_job: Callable[[cdk.Stack, int], None], jobs: int) -> tuple[float, float]:
+    """Construction and ``app.synth`` of one stack with ``jobs`` jobs, in seconds."""
     start = time.perf_counter()
     app = cdk.App(outdir=tempfile.mkdtemp(prefix="bench-cdk-"))
     stack = cdk.Stack(app, "Bench", env=ENV)
     for index in range(jobs):
         add_job(stack, index)
+    constructed = time.perf_counter()
     app.synth()
-    return time.perf_counter() - start
+    return constructed - start, time.perf_counter() - constructed
+
+
+def calls_per_job(add_job: Callable[[cdk.Stack, int], None], calls: JsiiCalls) -> float:
+    """Kernel requests one more job costs: (requests at 20 jobs - requests at 1) / 19."""
+    counts = []
+    for jobs in (1, 20):
+        before = calls.count
+        synth_seconds(add_job, jobs)
+        counts.append(calls.count - before)
+    return (counts[1] - counts[0]) / 19
+
+
+SIDES: dict[str, Callable[[cdk.Stack, int], None]] = {"ours": ours, "builtin": builtin}
+LABELS = {"ours": "hetero-constructs", "builtin": "SageMakerCreateTrainingJob"}
+
+
+def measure(jobs: int, rounds: int) -> float:
+    """Interleaved rounds, the order alternated; prints the medians, returns the ratio."""
+    timings: dict[str, list[tuple[float, float]]] = {side: [] for side in SIDES}
+    for round_index in range(rounds):
+        order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
+        for side in order:
+            timings[side].append(synth_seconds(SIDES[side], jobs))
+    totals = {}
+    print(f"jobs per stack: {jobs}, rounds: {rounds} (interleaved, order alternated)")
+    for side, runs in timings.items():
+        construct = statistics.median(c for c, _ in runs)
+        synth = statistics.median(s for _, s in runs)
+        totals[side] = statistics.median(c + s for c, s in runs)
+        print(
+            f"{LABELS[side]}: median {totals[side]:.2f} s (construction {construct:.2f} s, "
+            f"app.synth {synth:.2f} s; runs: {', '.join(f'{c + s:.2f}' for c, s in runs)})"
+        )
+    return totals["ours"] / totals["builtin"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--jobs", type=int, nargs="+", default=[20, 40])
+    parser.add_argument("--rounds", type=int, default=9)
     args = parser.parse_args()
+    calls = JsiiCalls()
     synth_seconds(ours, 1)  # warm up jsii and the caches of both paths
     synth_seconds(builtin, 1)
-    timings: dict[str, list[float]] = {"ours": [], "builtin": []}
-    for _ in range(args.rounds):  # interleaved, so machine noise hits both alike
-        timings["ours"].append(synth_seconds(ours, args.jobs))
-        timings["builtin"].append(synth_seconds(builtin, args.jobs))
-    ours_median = statistics.median(timings["ours"])
-    builtin_median = statistics.median(timings["builtin"])
-    print(f"jobs per stack: {args.jobs}, rounds: {args.rounds}")
-    print(
-        f"hetero-constructs synth: median {ours_median:.2f} s "
-        f"(runs: {', '.join(f'{t:.2f}' for t in timings['ours'])})"
-    )
-    print(
-        f"SageMakerCreateTrainingJob synth: median {builtin_median:.2f} s "
-        f"(runs: {', '.join(f'{t:.2f}' for t in timings['builtin'])})"
-    )
-    print(f"synth ratio ours/builtin: {ours_median / builtin_median:.2f}")
+    per_job = {side: calls_per_job(add_job, calls) for side, add_job in SIDES.items()}
+    ratios = {jobs: measure(jobs, args.rounds) for jobs in args.jobs}
+    print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    for jobs, ratio in ratios.items():
+        print(f"synth ratio ours/builtin: {ratio:.2f} (jobs per stack: {jobs})")
+    print(f"jsii calls per job: ours {per_job['ours']:g}, builtin {per_job['builtin']:g}")
 
 
 if __name__ == "__main__":

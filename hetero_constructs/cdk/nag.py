@@ -7,10 +7,11 @@ construct that carries it. Nothing is acknowledged by rule id alone.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Stack, Validations
 from constructs import IConstruct
 
 IAM5 = "AwsSolutions::AwsSolutions-IAM5"
@@ -48,8 +49,24 @@ class NagIds:
         return _render(self._stack.resolve(value)) if _TOKEN in value else value
 
 
+@functools.cache
+def _acknowledged_rules_key() -> str:
+    return Validations.ACKNOWLEDGED_RULES_METADATA_KEY
+
+
+def qualified_id(finding_id: str) -> str:
+    """The id as ``Validations.acknowledge`` records it (spaces become hyphens)."""
+    return finding_id.replace(" ", "-")
+
+
 class Acknowledgments:
-    """Collects the acknowledgments of one construct and records them in one call."""
+    """Collects the acknowledgments of one construct and records them in one call.
+
+    They are recorded as the metadata ``Validations.acknowledge`` writes, which is what CDK's
+    validation report and cdk-nag read (``Validations.ACKNOWLEDGED_RULES_METADATA_KEY``: rule id
+    to reason, on the construct or an ancestor of the finding), without the stack trace
+    ``acknowledge`` captures for every rule.
+    """
 
     def __init__(self, scope: IConstruct, ids: NagIds) -> None:
         self._scope = scope
@@ -73,6 +90,7 @@ class Acknowledgments:
 
     def record(self) -> None:
         if self._entries:
-            Validations.of(self._scope).acknowledge(
-                *(Acknowledgment(id=i, reason=r) for i, r in sorted(self._entries.items()))
+            self._scope.node.add_metadata(
+                _acknowledged_rules_key(),
+                {qualified_id(i): r for i, r in sorted(self._entries.items())},
             )

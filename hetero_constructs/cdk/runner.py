@@ -28,7 +28,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from hetero_constructs.cdk import nag, permissions
 from hetero_constructs.cdk.deployability import enable_deployability_checks
@@ -56,6 +56,31 @@ _ID = "HeteroTrainingRunner"
 _DATA_PATH = "botocore_data"
 # Finding the stack's runner costs calls into jsii; tasks under one scope share the answer.
 _RUNNERS: dict[int, tuple[Construct, TrainingRunner]] = {}
+# Construct paths, read once per scope (a read is two calls into jsii). The scope is kept with
+# its path, so its id stays its own.
+_PATHS: dict[int, tuple[IConstruct, str]] = {}
+
+
+def node_path(scope: IConstruct) -> str:
+    """``scope.node.path``, read from jsii once per scope."""
+    cached = _PATHS.get(id(scope))
+    if cached is not None and cached[0] is scope:
+        return cached[1]
+    path = scope.node.path
+    _PATHS[id(scope)] = (scope, path)
+    return path
+
+
+def child_path(scope: IConstruct, construct_id: str) -> str:
+    """The path a child ``construct_id`` of ``scope`` gets (constructs turns '/' into '--')."""
+    parent = node_path(scope)
+    child = construct_id.replace("/", "--")
+    return f"{parent}/{child}" if parent else child
+
+
+def remember_path(construct: IConstruct, path: str) -> None:
+    """Record a path computed with ``child_path``, so its children need no call to find theirs."""
+    _PATHS[id(construct)] = (construct, path)
 
 
 @jsii.implements(IStableAnyProducer)
@@ -79,6 +104,36 @@ class ContainingStateMachine:
         self.arn = arn
         self.executions = executions
         self.path = path
+
+
+# What Step Functions needs of the role of the library's own state machines: invoking the
+# submit function, log delivery and X-Ray (neither of the last two has resource-level permissions).
+_LOG_DELIVERY_ACTIONS = [
+    "logs:CreateLogDelivery",
+    "logs:GetLogDelivery",
+    "logs:UpdateLogDelivery",
+    "logs:DeleteLogDelivery",
+    "logs:ListLogDeliveries",
+    "logs:PutResourcePolicy",
+    "logs:DescribeResourcePolicies",
+    "logs:DescribeLogGroups",
+]
+_XRAY_ACTIONS = [
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+    "xray:GetSamplingRules",
+    "xray:GetSamplingTargets",
+]
+
+
+class CodeLocation:
+    """A code asset and its S3 URL, bucket and key (tokens), read once per asset."""
+
+    def __init__(self, asset: s3_assets.Asset, url: str, bucket: str, key: str) -> None:
+        self.asset = asset
+        self.url = url
+        self.bucket = bucket
+        self.key = key
 
 
 class TrainingRunner(Construct):
@@ -109,6 +164,7 @@ class TrainingRunner(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         self.stack = stack
+        self.root = self.node.root
         # What synthesizes must also deploy: the AWS quotas are checked at every synth.
         enable_deployability_checks(self)
         self.arns = permissions.Arns.of(stack)
@@ -123,11 +179,19 @@ class TrainingRunner(Construct):
         self._tasks: list[HeterogeneousTrainingTask] = []
         self._code_assets: dict[str, s3_assets.Asset] = {}
         self._containing: dict[str, list[ContainingStateMachine]] | None = None
+        # The library's own state machines, registered by their constructs: only the user's
+        # state machines need to be found by walking the stack.
+        self._own_machines: dict[str, list[ContainingStateMachine]] = {}
+        self._own_resources: set[int] = set()
+        self._code_locations: dict[str, CodeLocation] = {}
         self._state_machine_role: iam.Role | None = None
+        self._state_machine_role_arn: str | None = None
         self._state_machine_logs: logs.LogGroup | None = None
+        self._state_machine_logs_arn: str | None = None
 
         self.table = self._table()
         self.dead_letters = self._dead_letter_queue()
+        self._dead_letters_arn = self.dead_letters.queue_arn
         # A __pycache__ would change the asset hash from one synth to the next.
         code = lambda_.Code.from_asset(
             str(lambda_package()), exclude=["**/__pycache__", "**/*.pyc"]
@@ -140,6 +204,15 @@ class TrainingRunner(Construct):
         self.events_function = self._function(
             "Events", "events.handler", code, dead_letter_queue=self.dead_letters
         )
+        # Read once: every task's definition and control role name them.
+        self.submit_function_arn = self.submit_function.function_arn
+        self._events_function_arn = self.events_function.function_arn
+        self._roles = {
+            function: role
+            for function in (self.submit_function, self.events_function)
+            if (role := function.role) is not None
+        }
+        self.lambda_role_arns = [role.role_arn for role in self._roles.values()]
         self._grant_shared()
         self._acknowledge_serverless()
         self._rules(reconcile_interval or Duration.minutes(5))
@@ -147,7 +220,7 @@ class TrainingRunner(Construct):
         # Tasks invoke the unqualified function: no version or alias wildcard is needed.
         self.invoke_statements = [
             iam.PolicyStatement(
-                actions=["lambda:InvokeFunction"], resources=[self.submit_function.function_arn]
+                actions=["lambda:InvokeFunction"], resources=[self.submit_function_arn]
             )
         ]
 
@@ -250,18 +323,20 @@ class TrainingRunner(Construct):
             assume,
             permissions.allow(
                 ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility"],
-                [self.dead_letters.queue_arn],
+                [self._dead_letters_arn],
             ),
         ]
         for function, statements in (
             (self.submit_function, submit),
             (self.events_function, lifecycle_statements),
         ):
-            role = function.role
-            assert role is not None
-            for statement in statements:
-                role.add_to_principal_policy(iam.PolicyStatement.from_json(statement))
-            depend_on_policy_only(function, role)
+            role = self._roles[function]
+            # The function's own grants (logs, X-Ray, its queue) made the role's default policy;
+            # these statements join it in one call, in the order add_to_principal_policy adds.
+            policy = role.node.try_find_child("DefaultPolicy")
+            assert isinstance(policy, iam.Policy)
+            policy.add_statements(*(iam.PolicyStatement.from_json(s) for s in statements))
+            depend_on_policy_only(function, role, policy)
             nag.Acknowledgments(role, self.nag_ids).wildcards(
                 "The shared Lambdas assume the control roles of this runner's training tasks "
                 f"(path {self.control_role_path}), each of which holds one task's permissions.",
@@ -290,23 +365,15 @@ class TrainingRunner(Construct):
     def control_roles_arn(self) -> str:
         return f"arn:{self.arns.partition}:iam::{self.arns.account}:role{self.control_role_path}*"
 
-    @property
-    def lambda_role_arns(self) -> list[str]:
-        roles = [self.submit_function.role, self.events_function.role]
-        return [role.role_arn for role in roles if role is not None]
-
     def _rules(self, reconcile_interval: Duration) -> None:
         """Job ends (tagged with this runner), execution ends, and the reconcile schedule."""
-        target = events.CfnRule.TargetProperty(
-            arn=self.events_function.function_arn,
-            id="Lifecycle",
-            dead_letter_config=events.CfnRule.DeadLetterConfigProperty(
-                arn=self.dead_letters.queue_arn
-            ),
-            retry_policy=events.CfnRule.RetryPolicyProperty(
-                maximum_event_age_in_seconds=24 * 3600, maximum_retry_attempts=8
-            ),
-        )
+        # Targets as jsii maps (its property names): struct objects cost type checks and
+        # conversions for the same template.
+        delivery: dict[str, Any] = {
+            "deadLetterConfig": {"arn": self._dead_letters_arn},
+            "retryPolicy": {"maximumEventAgeInSeconds": 24 * 3600, "maximumRetryAttempts": 8},
+        }
+        target = {"arn": self._events_function_arn, "id": "Lifecycle", **delivery}
         patterns = {
             "JobStateChange": (
                 "Settles the waiting task of a training run when its job ends",
@@ -328,48 +395,44 @@ class TrainingRunner(Construct):
                 },
             ),
         }
-        rules: list[events.CfnRule] = []
+        # Each rule by its construct id, its ARN read once.
+        rules: dict[str, str] = {}
         for construct_id, (description, pattern) in patterns.items():
-            rules.append(
-                events.CfnRule(
-                    self,
-                    construct_id,
-                    description=description,
-                    event_pattern=pattern,
-                    targets=[target],
-                )
-            )
-        schedule_target = events.CfnRule.TargetProperty(
-            arn=self.events_function.function_arn,
-            id="Reconcile",
-            input=json.dumps({"action": "reconcile"}),
-            dead_letter_config=target.dead_letter_config,
-            retry_policy=target.retry_policy,
-        )
-        rules.append(
-            events.CfnRule(
+            rules[construct_id] = events.CfnRule(
                 self,
-                "Reconcile",
-                description="Converges training runs whatever events were lost",
-                schedule_expression=f"rate({int(reconcile_interval.to_minutes())} minutes)",
-                targets=[schedule_target],
-            )
-        )
-        for rule in rules:
+                construct_id,
+                description=description,
+                event_pattern=pattern,
+                targets=[target],
+            ).attr_arn
+        schedule_target = {
+            "arn": self._events_function_arn,
+            "id": "Reconcile",
+            "input": json.dumps({"action": "reconcile"}),
+            **delivery,
+        }
+        rules["Reconcile"] = events.CfnRule(
+            self,
+            "Reconcile",
+            description="Converges training runs whatever events were lost",
+            schedule_expression=f"rate({int(reconcile_interval.to_minutes())} minutes)",
+            targets=[schedule_target],
+        ).attr_arn
+        for construct_id, rule_arn in rules.items():
             lambda_.CfnPermission(
                 self,
-                f"{rule.node.id}Invoke",
+                f"{construct_id}Invoke",
                 action="lambda:InvokeFunction",
-                function_name=self.events_function.function_arn,
+                function_name=self._events_function_arn,
                 principal="events.amazonaws.com",
-                source_arn=rule.attr_arn,
+                source_arn=rule_arn,
             )
         self.dead_letters.add_to_resource_policy(
             iam.PolicyStatement(
                 actions=["sqs:SendMessage"],
                 principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                resources=[self.dead_letters.queue_arn],
-                conditions={"ArnEquals": {"aws:SourceArn": [r.attr_arn for r in rules]}},
+                resources=[self._dead_letters_arn],
+                conditions={"ArnEquals": {"aws:SourceArn": list(rules.values())}},
             )
         )
 
@@ -403,13 +466,16 @@ class TrainingRunner(Construct):
             ),
             *(
                 alarm(
-                    f"{function.node.id}ErrorsAlarm",
-                    f"The training runner's {function.node.id} Lambda failed",
+                    f"{construct_id}ErrorsAlarm",
+                    f"The training runner's {construct_id} Lambda failed",
                     namespace="AWS/Lambda",
                     metric_name="Errors",
                     dimensions=[{"name": "FunctionName", "value": function.function_name}],
                 )
-                for function in (self.submit_function, self.events_function)
+                for construct_id, function in (
+                    ("SubmitFunction", self.submit_function),
+                    ("EventsFunction", self.events_function),
+                )
             ),
         ]
 
@@ -417,13 +483,26 @@ class TrainingRunner(Construct):
 
     @property
     def state_machine_role(self) -> iam.Role:
-        """One role for every ``HeterogeneousTrainingJob`` state machine of the stack."""
+        """One role for every ``HeterogeneousTrainingJob`` state machine of the stack.
+
+        Its policy is inline: it is the same for every job, and a state machine that names the
+        role (``Fn::GetAtt``) is created after it, policy included, without a ``DependsOn``.
+        """
         if self._state_machine_role is None:
+            document = {
+                "Version": "2012-10-17",
+                "Statement": [
+                    permissions.allow(["lambda:InvokeFunction"], [self.submit_function_arn]),
+                    permissions.allow(_LOG_DELIVERY_ACTIONS, ["*"]),
+                    permissions.allow(_XRAY_ACTIONS, ["*"]),
+                ],
+            }
             role = iam.Role(
                 self,
                 "StateMachineRole",
                 assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
                 description="hetero-constructs training state machines",
+                inline_policies={"StateMachines": iam.PolicyDocument.from_json(document)},
             )
             nag.Acknowledgments(role, self.nag_ids).wildcards(
                 "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support "
@@ -431,7 +510,15 @@ class TrainingRunner(Construct):
                 resources=["*"],
             ).record()
             self._state_machine_role = role
+            self._state_machine_role_arn = role.role_arn
         return self._state_machine_role
+
+    @property
+    def state_machine_role_arn(self) -> str:
+        """The ARN of ``state_machine_role``, read once."""
+        if self._state_machine_role_arn is None:
+            self._state_machine_role_arn = self.state_machine_role.role_arn
+        return self._state_machine_role_arn
 
     @property
     def state_machine_logs(self) -> logs.LogGroup:
@@ -447,6 +534,13 @@ class TrainingRunner(Construct):
             )
         return self._state_machine_logs
 
+    @property
+    def state_machine_logs_arn(self) -> str:
+        """The ARN of ``state_machine_logs``, read once."""
+        if self._state_machine_logs_arn is None:
+            self._state_machine_logs_arn = self.state_machine_logs.log_group_arn
+        return self._state_machine_logs_arn
+
     # -- tasks ----------------------------------------------------------------------------------
 
     @staticmethod
@@ -461,18 +555,36 @@ class TrainingRunner(Construct):
         _RUNNERS[id(scope)] = (scope, runner)  # the scope is kept, so its id stays its own
         return runner
 
+    def serve(self, scope: Construct) -> None:
+        """Let ``TrainingRunner.of(scope)`` answer without asking jsii (scope is in this stack)."""
+        _RUNNERS[id(scope)] = (scope, self)
+
     def code_asset(self, bundle: Path) -> s3_assets.Asset:
         """The asset of a code bundle; tasks that ship the same bytes share one asset."""
-        asset_id = f"Code{bundle.parent.name[:12]}"
-        existing = self._code_assets.get(asset_id)
-        if existing is None:
-            existing = self._code_assets[asset_id] = s3_assets.Asset(
-                self, asset_id, path=str(bundle)
-            )
-        return existing
+        return self.code_location(bundle).asset
 
-    def register(self, task: HeterogeneousTrainingTask) -> None:
-        """Serve a task; job-name prefixes must not shadow each other within the app."""
+    def code_location(self, bundle: Path) -> CodeLocation:
+        """The asset of a code bundle and where it is uploaded, shared by the tasks that ship it."""
+        asset_id = f"Code{bundle.parent.name[:12]}"
+        location = self._code_locations.get(asset_id)
+        if location is None:
+            asset = s3_assets.Asset(self, asset_id, path=str(bundle))
+            self._code_assets[asset_id] = asset
+            location = self._code_locations[asset_id] = CodeLocation(
+                asset, asset.s3_object_url, asset.s3_bucket_name, asset.s3_object_key
+            )
+        return location
+
+    def register(
+        self,
+        task: HeterogeneousTrainingTask,
+        own_state_machine: ContainingStateMachine | None = None,
+    ) -> None:
+        """Serve a task; job-name prefixes must not shadow each other within the app.
+
+        ``own_state_machine``: the one state machine that contains the task, when a construct
+        of this library renders it (then no walk of the stack has to find it).
+        """
         prefix = task.job_name_prefix
         for other in _app_tasks(self):
             known = other.job_name_prefix
@@ -484,7 +596,13 @@ class TrainingRunner(Construct):
                     "app. Fix: give one of them another job_name_prefix."
                 )
         self._tasks.append(task)
+        if own_state_machine is not None:
+            self._own_machines[task.marker] = [own_state_machine]
         self._containing = None
+
+    def own_state_machine_resource(self, resource: sfn.CfnStateMachine) -> None:
+        """A state machine of this library: its tasks are registered with it, never searched."""
+        self._own_resources.add(id(resource))
 
     @property
     def tasks(self) -> tuple[HeterogeneousTrainingTask, ...]:
@@ -494,15 +612,24 @@ class TrainingRunner(Construct):
         self, task: HeterogeneousTrainingTask
     ) -> list[ContainingStateMachine]:
         """The state machines of the stack whose definition contains ``task`` (found at synth)."""
+        own = self._own_machines.get(task.marker)
+        if own is not None:
+            return own
         if self._containing is None:
             self._containing = self._discover()
         return self._containing.get(task.marker, [])
 
     def _discover(self) -> dict[str, list[ContainingStateMachine]]:
+        """Walk the stack for the user's state machines that contain the user's tasks."""
         found: dict[str, list[ContainingStateMachine]] = {}
-        markers = [task.marker for task in self._tasks]
+        markers = [task.marker for task in self._tasks if task.marker not in self._own_machines]
+        if not markers:
+            return found
         for construct in self.stack.node.find_all():
-            if not isinstance(construct, sfn.CfnStateMachine):
+            if (
+                not isinstance(construct, sfn.CfnStateMachine)
+                or id(construct) in self._own_resources
+            ):
                 continue
             text = "".join(_strings(self.stack.resolve(construct.definition_string)))
             contained = [marker for marker in markers if marker in text]
@@ -541,10 +668,10 @@ def _strings(node: Any) -> Iterator[str]:
 
 def _app_tasks(runner: TrainingRunner) -> Iterator[HeterogeneousTrainingTask]:
     """Every task registered with any runner of the same app (prefixes are app-wide)."""
-    root = runner.node.root
+    root = runner.root
     seen: set[int] = set()
     for _, other in list(_RUNNERS.values()):
-        if id(other) in seen or other.node.root is not root:
+        if id(other) in seen or other.root is not root:
             continue
         seen.add(id(other))
         yield from other.tasks
@@ -552,4 +679,14 @@ def _app_tasks(runner: TrainingRunner) -> Iterator[HeterogeneousTrainingTask]:
         yield from runner.tasks
 
 
-__all__ = ["RUNTIME", "TrainingRunner", "at_synth", "lambda_package"]
+__all__ = [
+    "RUNTIME",
+    "CodeLocation",
+    "ContainingStateMachine",
+    "TrainingRunner",
+    "at_synth",
+    "child_path",
+    "lambda_package",
+    "node_path",
+    "remember_path",
+]

@@ -14,6 +14,7 @@ import functools
 import hashlib
 import inspect
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,14 +24,20 @@ from aws_cdk import Aws, Duration, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.region_info import FactName, RegionInfo
 from constructs import Construct, IValidation
 
 from hetero_constructs.cdk import conditions, nag, permissions
 from hetero_constructs.cdk.packaging import source_bundle
-from hetero_constructs.cdk.runner import TrainingRunner, at_synth
+from hetero_constructs.cdk.runner import (
+    CodeLocation,
+    ContainingStateMachine,
+    TrainingRunner,
+    at_synth,
+    child_path,
+    remember_path,
+)
 from hetero_constructs.cdk.tokens import is_token
 from hetero_constructs.core import catalog, lifecycle, variants
 from hetero_constructs.core.context import Deployment, RuleContext
@@ -54,6 +61,13 @@ LAMBDA_ERRORS = (
     "Lambda.SdkClientException",
     "Lambda.TooManyRequestsException",
 )
+# The execution role is created once its policy is known, and the policy comes from the request:
+# the request is planned with this stand-in for the role's ARN, a deploy-time value (a token) to
+# every rule as the role's own ARN is, which then takes its place.
+_ROLE_ARN_STAND_IN = "${Token[hetero-constructs.ExecutionRoleArn]}"
+_CONTROL_POLICY = "TrainingControl"
+# A string token as CDK encodes it in a string.
+STRING_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
 # Context-object fields the submit Lambda needs: they identify the attempt and its job.
 _CONTEXT = {
     "taskToken": "Task.Token",
@@ -85,10 +99,17 @@ class CapacityRetry:
     #: Full jitter: many runs that failed together do not all retry together.
     jitter: bool = True
 
+    @functools.cached_property
+    def seconds(self) -> tuple[int, int | None]:
+        """``interval`` and ``max_delay`` in seconds, converted once (each is a jsii call)."""
+        return (
+            int(self.interval.to_seconds()),
+            int(self.max_delay.to_seconds()) if self.max_delay else None,
+        )
+
     def delays_seconds(self) -> list[int]:
         """The waits before each retry, as configured (jitter only shortens them)."""
-        first = int(self.interval.to_seconds())
-        cap = int(self.max_delay.to_seconds()) if self.max_delay else None
+        first, cap = self.seconds
         delays = []
         for attempt in range(self.max_attempts):
             delay = int(first * self.backoff_rate**attempt)
@@ -161,6 +182,41 @@ def spec_from_file(
         raise ValueError(f"{scope_path}: {error}") from error
 
 
+def _acknowledge_executions(
+    acknowledgments: nag.Acknowledgments, machines: Sequence[ContainingStateMachine]
+) -> None:
+    acknowledgments.wildcards(
+        "Execution names are chosen when executions start; the control role may only "
+        "describe executions of the state machines that contain this task (to stop a "
+        "job whose execution has ended).",
+        resources=[m.executions for m in machines],
+    )
+
+
+def _retry(
+    errors: list[str],
+    *,
+    interval: int,
+    max_attempts: int,
+    backoff_rate: float,
+    max_delay: int | None = None,
+    jitter: bool = False,
+) -> dict[str, Any]:
+    """A retrier as Step Functions reads it (and as aws-cdk-lib's ``add_retry`` renders it)."""
+    retry: dict[str, Any] = {
+        "ErrorEquals": errors,
+        "IntervalSeconds": interval,
+        "MaxAttempts": max_attempts,
+        # A whole rate as an integer: the number JSON.stringify writes for it (2, not 2.0).
+        "BackoffRate": int(backoff_rate) if float(backoff_rate).is_integer() else backoff_rate,
+    }
+    if max_delay is not None:
+        retry["MaxDelaySeconds"] = max_delay
+    if jitter:
+        retry["JitterStrategy"] = "FULL"
+    return retry
+
+
 @jsii.implements(IValidation)
 class _InStateMachine:
     """A task no state machine of its stack contains could never report its job's end."""
@@ -172,12 +228,9 @@ class _InStateMachine:
         machines = self._task.runner.containing_state_machines(self._task)
         if machines:
             # Known only now that the user's state machines exist; recorded before synthesis.
-            nag.Acknowledgments(self._task, self._task.runner.nag_ids).wildcards(
-                "Execution names are chosen when executions start; the control role may only "
-                "describe executions of the state machines that contain this task (to stop a "
-                "job whose execution has ended).",
-                resources=[m.executions for m in machines],
-            ).record()
+            acknowledgments = nag.Acknowledgments(self._task, self._task.runner.nag_ids)
+            _acknowledge_executions(acknowledgments, machines)
+            acknowledgments.record()
             return []
         return [
             f"The training task {self._task.node.path} is in no state machine of stack "
@@ -200,6 +253,10 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
     ``BillableTimeInSeconds``) plus ``Attempt`` and ``Variant``. Failures carry the
     ``HeteroTraining.*`` error names of ``lifecycle.Errors``.
     """
+
+    # The state machine a construct of this library renders the task into, as one JSON
+    # document built in Python (see ``own_state_json``); None for a task users chain.
+    _own_state_machine: ContainingStateMachine | None = None
 
     def __init__(
         self,
@@ -280,7 +337,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             outputs=outputs,
             integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
         )
-        self.path: str = self.node.path
+        self.path: str = child_path(scope, construct_id)
+        remember_path(self, self.path)
         self.runner = TrainingRunner.of(scope)
         self.arns = self.runner.arns
         self.job_name_prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
@@ -289,6 +347,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         self.completion_timeout_seconds = timeout_seconds
         self._overrides = overrides
         self._job_key = job_key
+        # Every acknowledgment of the task, recorded in one call at the end.
+        self._acknowledgments = nag.Acknowledgments(self, self.runner.nag_ids)
         spec = self._with_keys(spec, volume_encryption_key, output_encryption_key)
         spec = self._with_network(spec, vpc, vpc_subnets, security_groups)
         if acknowledgments:
@@ -296,55 +356,76 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
                 spec, acknowledgments={**spec.acknowledgments, **acknowledgments}
             )
         role = role or self._spec_role(spec)
-        self.code_asset = self._code_asset(spec, include_runtime_helper)
-        self.role: iam.IRole = role or self._execution_role()
+        self.code_location = self._code_location(spec, include_runtime_helper)
+        self.code_asset = self.code_location.asset if self.code_location else None
         # The DLC account is kept apart: as a token it cannot be parsed back out of the URI.
         dlc_image, self._image_account = (None, None) if spec.image_uri else self._dlc_image(spec)
-        self.deployment = Deployment(
+        deployment = Deployment(
             job_name=self.job_name_prefix,
-            role_arn=self.role.role_arn,
+            role_arn=role.role_arn if role is not None else _ROLE_ARN_STAND_IN,
             region=self.arns.region,
-            submit_directory=self.code_asset.s3_object_url if self.code_asset else None,
+            submit_directory=self.code_location.url if self.code_location else None,
             dlc_image_uri=dlc_image,
         )
         self.spec = spec
         violations = self._region_violations(spec)
-        result = plan(spec, self.deployment, is_token=is_token)
+        result = plan(spec, deployment, is_token=is_token)
         if result.request is None or violations:
             raise SpecValidationError([*violations, *result.violations], scope=self.path)
         self.request: dict[str, Any] = result.request
-        self._grant_execution_role(owned=role is None)
-        self.control_role = self._control_role()
+        statements = self._execution_statements()
+        if role is None:
+            role = self._execution_role(statements)
+            # The role's own ARN in place of the stand-in the request was planned with.
+            assert self.request["RoleArn"] == _ROLE_ARN_STAND_IN
+            self.request["RoleArn"] = role.role_arn
+            deployment = dataclasses.replace(deployment, role_arn=self.request["RoleArn"])
+        else:
+            permissions.policy(self, "ExecutionPolicy", statements, role)
+        self.role: iam.IRole = role
+        self.deployment = deployment
+        self.role_arn: str = deployment.role_arn  # type: ignore[assignment]
+        self.control_role_arn = self._control_role()
         self.acknowledged = result.acknowledged
         if result.acknowledged:
-            cfn_role = self.control_role.node.default_child
-            assert isinstance(cfn_role, iam.CfnRole)
-            cfn_role.add_metadata(
+            self._control_cfn_role.add_metadata(
                 "hetero-constructs:acknowledged",
                 [
                     {"rule": v.rule, "path": v.path, "reason": reason}
                     for v, reason in result.acknowledged
                 ],
             )
-        self.runner.register(self)
-        self.add_retry(
-            errors=[*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED],
-            interval=Duration.seconds(2),
-            backoff_rate=2,
-            max_attempts=6,
-            jitter_strategy=sfn.JitterType.FULL,
-        )
+        self.runner.register(self, self._own_state_machine)
+        # The task's own retriers, rendered in Python before any the user adds.
+        self._retries = [
+            _retry(
+                [*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED],
+                interval=2,
+                max_attempts=6,
+                backoff_rate=2,
+                jitter=True,
+            )
+        ]
         self.capacity_retry = capacity_retry
         if capacity_retry is not None:
-            self.add_retry(
-                errors=list(lifecycle.Errors.CAPACITY_RETRYABLE),
-                interval=capacity_retry.interval,
-                backoff_rate=capacity_retry.backoff_rate,
-                max_attempts=capacity_retry.max_attempts,
-                max_delay=capacity_retry.max_delay,
-                jitter_strategy=sfn.JitterType.FULL if capacity_retry.jitter else None,
+            interval, max_delay = capacity_retry.seconds
+            self._retries.append(
+                _retry(
+                    list(lifecycle.Errors.CAPACITY_RETRYABLE),
+                    interval=interval,
+                    max_attempts=capacity_retry.max_attempts,
+                    backoff_rate=capacity_retry.backoff_rate,
+                    max_delay=max_delay,
+                    jitter=capacity_retry.jitter,
+                )
             )
-        self.node.add_validation(_InStateMachine(self))
+        own = self._own_state_machine
+        if own is not None:
+            _acknowledge_executions(self._acknowledgments, [own])
+        self._acknowledgments.record()
+        if own is None:
+            # Only the user's state machines are known after construction.
+            self.node.add_validation(_InStateMachine(self))
 
     @property
     def longest_run_seconds(self) -> int | None:
@@ -433,7 +514,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         groups: Sequence[ec2.ISecurityGroup] | None,
     ) -> TrainingSpec:
         """CDK's network objects as the spec's subnet and security-group ids."""
-        self._connections = ec2.Connections(security_groups=list(groups or []))
+        self._connections: ec2.Connections | None = None
         if vpc is None:
             if selection is not None or groups:
                 raise ValueError(
@@ -482,6 +563,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
     @property
     def connections(self) -> ec2.Connections:
         """The jobs' security groups (``task.connections.allow_to(database, ...)``)."""
+        if self._connections is None:  # no VPC: created when asked for, empty
+            self._connections = ec2.Connections()
         return self._connections
 
     def _spec_role(self, spec: TrainingSpec) -> iam.IRole | None:
@@ -505,7 +588,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             )
         ]
 
-    def _code_asset(self, spec: TrainingSpec, include_helper: bool) -> s3_assets.Asset | None:
+    def _code_location(self, spec: TrainingSpec, include_helper: bool) -> CodeLocation | None:
         """``source_dir`` (or the lone entry point) as a deterministic gzip tar asset."""
         source = spec.source_dir
         if source is not None and (is_token(source) or source.startswith("s3://")):
@@ -523,7 +606,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             return None  # FW-SOURCE-DIR explains
         else:
             bundle = source_bundle(Path(source), extra)
-        return self.runner.code_asset(bundle)
+        return self.runner.code_location(bundle)
 
     def _dlc_image(self, spec: TrainingSpec) -> tuple[str | None, str | None]:
         """The region's Deep Learning Container and its account, from aws-cdk-lib's facts."""
@@ -548,8 +631,12 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
 
     # -- permissions ------------------------------------------------------------------------------
 
-    def _execution_role(self) -> iam.Role:
-        """SageMaker's role for this task's jobs, with SageMaker's confused-deputy conditions."""
+    def _execution_role(self, statements: list[permissions.Statement]) -> iam.Role:
+        """SageMaker's role for this task's jobs, with SageMaker's confused-deputy conditions.
+
+        Its policy is inline: one resource per job instead of two.
+        """
+        document = {"Version": "2012-10-17", "Statement": statements}
         return iam.Role(
             self,
             "ExecutionRole",
@@ -561,10 +648,11 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
                 },
             ),
             description=f"SageMaker execution role of {self.path}",
+            inline_policies={"Training": iam.PolicyDocument.from_json(document)},
         )
 
-    def _grant_execution_role(self, *, owned: bool) -> None:
-        """The channels, output, code, logs, image, keys and VPC of the job, in one policy."""
+    def _execution_statements(self) -> list[permissions.Statement]:
+        """The channels, output, code, logs, image, keys and VPC of the job."""
         request, spec, arns = self.request, self.spec, self.arns
         reads = [
             c["DataSource"]["S3DataSource"]["S3Uri"]
@@ -589,31 +677,17 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         for key, is_volume in ((spec.volume_kms_key, True), (spec.output_kms_key, False)):
             if key and (is_token(key) or key.startswith("arn:")):
                 statements.append(permissions.kms_use(key, volume=is_volume))
-        if self.code_asset is not None:
-            asset = self.code_asset
-            code_object = f"arn:{arns.partition}:s3:::{asset.s3_bucket_name}/{asset.s3_object_key}"
+        if self.code_location is not None:
+            code = self.code_location
+            code_object = f"arn:{arns.partition}:s3:::{code.bucket}/{code.key}"
             statements.append(permissions.allow(["s3:GetObject"], [code_object]))
-        document = {"Version": "2012-10-17", "Statement": statements}
-        if owned and isinstance(self.role, iam.Role):
-            # Inline in the role: one resource per job instead of two.
-            cfn_role = self.role.node.default_child
-            assert isinstance(cfn_role, iam.CfnRole)
-            cfn_role.policies = [
-                iam.CfnRole.PolicyProperty(policy_name="Training", policy_document=document)
-            ]
-            scope: Construct = self.role
-        else:
-            scope = permissions.policy(self, "ExecutionPolicy", statements, self.role)
-        self._acknowledge_execution_policy(scope, reads, writes, statements)
+        self._acknowledge_execution_policy(reads, writes, statements)
+        return statements
 
     def _acknowledge_execution_policy(
-        self,
-        scope: Construct,
-        reads: list[str],
-        writes: list[str],
-        statements: list[permissions.Statement],
+        self, reads: list[str], writes: list[str], statements: list[permissions.Statement]
     ) -> None:
-        acknowledgments = nag.Acknowledgments(scope, self.runner.nag_ids)
+        acknowledgments = self._acknowledgments
         prefixes = [
             location.objects_arn(self.arns) for location in permissions.locations([*reads, *writes])
         ]
@@ -640,45 +714,61 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
                 "known before the job starts.",
                 resources=[permissions.network_interfaces(self.arns)],
             )
-        acknowledgments.record()
 
-    def _control_role(self) -> iam.Role:
-        """The role the shared Lambdas assume for this task's jobs (and nothing else).
+    def _control_role(self) -> str:
+        """The role the shared Lambdas assume for this task's jobs (and nothing else); its ARN.
 
-        Its policy is rendered at synth: it names the state machines that contain the task,
-        which exist only once the user has built them.
+        Its policy names the state machines that contain the task. A construct's own state
+        machine is known now and named without a reference: the policy is inline. A user's
+        state machine exists only once the user has built it, and names the role in its
+        definition: the policy is then rendered at synth, in a resource of its own that names
+        both (inline, the role and the state machine would each wait for the other).
         """
         runner = self.runner
-        role = iam.Role(
-            self,
-            "ControlRole",
-            assumed_by=iam.CompositePrincipal(
-                *(iam.ArnPrincipal(arn) for arn in runner.lambda_role_arns)
-            ),
-            path=runner.control_role_path,
+        own = self._own_state_machine is not None
+        # L1 under the path (and so the logical id) an L2 role has: in-flight runs name it.
+        holder = Construct(self, "ControlRole")
+        role = iam.CfnRole(
+            holder,
+            "Resource",
+            assume_role_policy_document={
+                "Statement": [
+                    {"Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"AWS": arn}}
+                    for arn in runner.lambda_role_arns
+                ],
+                "Version": "2012-10-17",
+            },
             description=f"Submits, follows and stops the training jobs of {self.path}",
+            path=runner.control_role_path,
+            policies=[{"policyName": _CONTROL_POLICY, "policyDocument": self._control_document()}]
+            if own
+            else None,
         )
-        iam.CfnPolicy(
-            self,
-            "ControlPolicy",
-            policy_name="TrainingControl",
-            roles=[role.role_name],
-            policy_document=at_synth(
-                lambda: {"Version": "2012-10-17", "Statement": self.control_statements()}
-            ),
-        )
-        nag.Acknowledgments(self, runner.nag_ids).wildcards(
+        if not own:
+            iam.CfnPolicy(
+                self,
+                "ControlPolicy",
+                policy_name=_CONTROL_POLICY,
+                roles=[role.ref],
+                policy_document=at_synth(self._control_document),
+            )
+        self._acknowledgments.wildcards(
             f"Training job names are derived per attempt under the prefix "
             f"'{self.job_name_prefix}-'; the wildcard covers exactly those jobs (creation is "
             "further narrowed by condition keys to what the spec declares).",
             resources=[self.arns.training_jobs(self.job_name_prefix)],
-        ).record()
-        return role
+        )
+        self._control_cfn_role = role
+        return role.attr_arn
+
+    def _control_document(self) -> dict[str, Any]:
+        return {"Version": "2012-10-17", "Statement": self.control_statements()}
 
     def control_statements(self) -> list[permissions.Statement]:
         """What the control role may do: this prefix's jobs, the role, its state machines."""
         jobs = self.arns.training_jobs(self.job_name_prefix)
-        machines = self.runner.containing_state_machines(self)
+        own = self._own_state_machine
+        machines = [own] if own is not None else self.runner.containing_state_machines(self)
         # A training plan's reserved capacity is used by naming the plan (SageMaker developer
         # guide, "IAM for SageMaker training plans": the plan user role).
         plan_arn = self.request["ResourceConfig"].get("TrainingPlanArn")
@@ -703,7 +793,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             ),
             permissions.allow(
                 ["iam:PassRole"],
-                [self.role.role_arn],
+                [self.role_arn],
                 {"StringEquals": {"iam:PassedToService": permissions.SAGEMAKER}},
             ),
         ]
@@ -727,7 +817,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         return sfn.TaskMetricsConfig(
             metric_prefix_singular="LambdaFunction",
             metric_prefix_plural="LambdaFunctions",
-            metric_dimensions={"LambdaFunctionArn": self.runner.submit_function.function_arn},
+            metric_dimensions={"LambdaFunctionArn": self.runner.submit_function_arn},
         )
 
     @property
@@ -736,9 +826,9 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
 
     def _spec_for_lambda(self) -> TrainingSpec:
         """The spec as the submit Lambda validates it: the code is the uploaded object."""
-        if self.code_asset is None or self.spec.source_dir is None:
+        if self.code_location is None or self.spec.source_dir is None:
             return self.spec
-        return dataclasses.replace(self.spec, source_dir=self.code_asset.s3_object_url)
+        return dataclasses.replace(self.spec, source_dir=self.code_location.url)
 
     @functools.cached_property
     def _static_payload(self) -> dict[str, Any]:
@@ -755,7 +845,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             "jobNamePrefix": self.job_name_prefix,
             "tokenTtlSeconds": _ttl(self.completion_timeout_seconds),
             "channelPrefixes": self.channel_prefixes,
-            "controlRoleArn": self.control_role.role_arn,
+            "controlRoleArn": self.control_role_arn,
             "runnerId": self.runner.runner_id,
         }
 
@@ -765,33 +855,60 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             payload["context"] = {
                 key: f"{{% $states.context.{path} %}}" for key, path in _CONTEXT.items()
             }
-            if self._overrides is not None:
-                payload["input"] = self._overrides.value
-            if self._job_key is not None:
-                payload["jobKey"] = self._job_key
-            return payload
-        payload["context"] = {f"{key}.$": f"$$.{path}" for key, path in _CONTEXT.items()}
+        else:
+            payload["context"] = {f"{key}.$": f"$$.{path}" for key, path in _CONTEXT.items()}
+        payload.update(self._input_fields(jsonata))
+        return payload
+
+    def _input_fields(self, jsonata: bool) -> dict[str, Any]:
+        """The payload's ``input`` (the overrides) and ``jobKey``, as the language writes them."""
         dynamic: dict[str, Any] = {}
         if self._overrides is not None:
             dynamic["input"] = self._overrides.value
         if self._job_key is not None:
             dynamic["jobKey"] = self._job_key
-        if dynamic:
-            payload.update(sfn.FieldUtils.render_object(dynamic) or {})
-        return payload
+        if jsonata or not dynamic:
+            return dynamic
+        return dict(sfn.FieldUtils.render_object(dynamic) or {})
+
+    def _retry_catch(self, retries: Any, catches: Any) -> dict[str, Any]:
+        """The task's own retriers first, then the user's (``States.ALL`` stays last)."""
+        rendered: dict[str, Any] = {"Retry": [*self._retries, *(retries or [])]}
+        if catches:
+            rendered["Catch"] = catches
+        return rendered
+
+    def _task_fields(self, jsonata: bool) -> dict[str, Any]:
+        """Resource and Parameters (JSONPath) or Arguments (JSONata): the submit Lambda call."""
+        arguments = {
+            "FunctionName": self.runner.submit_function_arn,
+            "Payload": self._payload(jsonata),
+        }
+        return {
+            "Resource": f"arn:{self.arns.partition}:states:::lambda:invoke.waitForTaskToken",
+            "Arguments" if jsonata else "Parameters": arguments,
+        }
 
     def to_state_json(
         self, top_level_query_language: sfn.QueryLanguage | None = None
     ) -> Mapping[Any, Any]:
         """The task state, in the query language in effect (its own, else the state machine's)."""
+        if self._own_state_machine is not None:
+            raise ValueError(
+                f"{self.path} is the task of the state machine {self._own_state_machine.path}, "
+                "and a state can be used in one state machine only. Fix: chain a "
+                "HeterogeneousTrainingTask of your own, or start that state machine from yours "
+                "with tasks.StepFunctionsStartExecution."
+            )
         language = self._own_query_language or top_level_query_language
         jsonata = language == sfn.QueryLanguage.JSONATA
         if self._overrides is not None and not jsonata and _is_jsonata(self._overrides.value):
             raise ValueError(f"{self.path}: a JSONata override needs a JSONata task")
+        retry_catch = self._render_retry_catch(top_level_query_language)
         state: dict[str, Any] = {
             **self._render_query_language(top_level_query_language),
             **self._render_next_end(),
-            **self._render_retry_catch(top_level_query_language),
+            **self._retry_catch(retry_catch.get("Retry"), retry_catch.get("Catch")),
             "Type": "Task",
         }
         rendered: Mapping[str, Any] | None
@@ -807,13 +924,64 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         if self._rendered_fields["Output"] is not None:
             state["Output"] = self._rendered_fields["Output"]
         state.update(self._render_assign(top_level_query_language) or {})
-        state["Resource"] = f"arn:{Aws.PARTITION}:states:::lambda:invoke.waitForTaskToken"
-        arguments = {
-            "FunctionName": self.runner.submit_function.function_arn,
-            "Payload": self._payload(jsonata),
-        }
-        state["Arguments" if jsonata else "Parameters"] = arguments
+        state.update(self._task_fields(jsonata))
         return state
+
+    @functools.cached_property
+    def string_tokens(self) -> frozenset[str]:
+        """The tokens of the task's own state that hold strings: ARNs, the code's URL, ..."""
+        values = [
+            self.role_arn,
+            self.control_role_arn,
+            self.runner.submit_function_arn,
+            self.arns.partition,
+            self.arns.region,
+            self.arns.account,
+            self.code_location.url if self.code_location else "",
+            self.deployment.dlc_image_uri or "",  # the region's DLC account and URL suffix
+        ]
+        return frozenset(STRING_TOKEN.findall(" ".join(values)))
+
+    def own_state_json(self, *, next_state: str, catch_state: str) -> dict[str, Any]:
+        """The state in its construct's own state machine, rendered without jsii.
+
+        The construct's state machine has the task's query language at its top and sets no
+        paths, selector or assignments on it: only the transitions differ from ``to_state_json``.
+        """
+        state: dict[str, Any] = {
+            "Next": next_state,
+            **self._retry_catch(None, [{"ErrorEquals": ["States.ALL"], "Next": catch_state}]),
+            "Type": "Task",
+        }
+        if self._rendered_fields["Comment"] is not None:
+            state["Comment"] = self._rendered_fields["Comment"]
+        state["TimeoutSeconds"] = self.completion_timeout_seconds
+        state.update(self._task_fields(self._own_query_language == sfn.QueryLanguage.JSONATA))
+        return state
+
+
+class OwnStateMachineTask(HeterogeneousTrainingTask):
+    """The task of a ``HeterogeneousTrainingJob``: its state machine is known at construction.
+
+    The construct renders the task into its own state machine (one JSON document built in
+    Python), registers that state machine with the runner, and passes the whole execution input
+    as the overrides; nothing about the task is left to find or render at synth.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        own_state_machine: ContainingStateMachine,
+        query_language: sfn.QueryLanguage,
+        **props: Any,
+    ) -> None:
+        self._own_state_machine = own_state_machine
+        super().__init__(scope, construct_id, query_language=query_language, **props)
+
+    def _input_fields(self, jsonata: bool) -> dict[str, Any]:
+        return {"input": "{% $states.input %}"} if jsonata else {"input.$": "$"}
 
 
 def _ttl(timeout: int | str) -> int:

@@ -6,7 +6,10 @@ An execution runs one training job to its end; its input is the task's overrides
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,10 +27,16 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.cdk import permissions
-from hetero_constructs.cdk.hygiene import depend_on_policy_only
+from hetero_constructs.cdk.runner import (
+    ContainingStateMachine,
+    TrainingRunner,
+    child_path,
+    remember_path,
+)
 from hetero_constructs.cdk.task import (
+    STRING_TOKEN,
     CapacityRetry,
-    HeterogeneousTrainingTask,
+    OwnStateMachineTask,
     default_job_name_prefix,
     spec_from_file,
     split_spec_fields,
@@ -43,6 +52,12 @@ from hetero_constructs.core.violations import SpecValidationError, Violation
 _TASK_ID = "Task"
 DEFAULT_CAPACITY_RETRY = CapacityRetry()
 _STATE_NAME = "Run training job"
+_SUCCEEDED = "Training completed"
+_FAILED = "Training failed"
+_FAILED_COMMENT = "Carries the HeteroTraining.* error and its cause."
+# The ids of an L2 state machine and of its resource: the logical id (and so the state machine,
+# whose name is fixed) stays what it has been.
+_STATE_MACHINE_ID = "Resource"
 
 
 @jsii.implements(ec2.IConnectable)
@@ -109,7 +124,8 @@ class HeterogeneousTrainingJob(Construct):
             in the template's metadata. Errors cannot be acknowledged.
         """
         super().__init__(scope, construct_id)
-        self.path: str = self.node.path
+        self.path: str = child_path(scope, construct_id)
+        remember_path(self, self.path)
         if schedule_input is not None and schedule is None:
             raise ValueError(
                 f"{self.path}: schedule_input is given without a schedule. "
@@ -118,9 +134,19 @@ class HeterogeneousTrainingJob(Construct):
         prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
         jsonata = is_token(spec.max_wait if spec.use_spot_instances else spec.max_run)
         self.query_language = sfn.QueryLanguage.JSONATA if jsonata else sfn.QueryLanguage.JSON_PATH
-        self.task = HeterogeneousTrainingTask(
+        self.runner = TrainingRunner.of(scope)
+        self.runner.serve(self)
+        arns = self.runner.arns
+        # Named after the prefix, so the task's policies name it without a reference.
+        own = ContainingStateMachine(
+            arns.state_machine(prefix),
+            arns.arn("states", f"execution:{prefix}:*"),
+            f"{self.path}/{_STATE_MACHINE_ID}/Resource",
+        )
+        self.task = OwnStateMachineTask(
             self,
             _TASK_ID,
+            own_state_machine=own,
             spec=spec,
             role=role,
             job_name_prefix=prefix,
@@ -128,9 +154,6 @@ class HeterogeneousTrainingJob(Construct):
             output_encryption_key=output_encryption_key,
             include_runtime_helper=include_runtime_helper,
             completion_margin=completion_margin,
-            overrides=sfn.TaskInput.from_text("{% $states.input %}")
-            if jsonata
-            else sfn.TaskInput.from_json_path_at("$"),
             query_language=self.query_language,
             state_name=_STATE_NAME,
             capacity_retry=capacity_retry,
@@ -140,16 +163,16 @@ class HeterogeneousTrainingJob(Construct):
             acknowledgments=acknowledgments,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
-        self.runner = self.task.runner
         self.spec = self.task.spec
         self.request = self.task.request
         self.deployment = self.task.deployment
         self.job_name_prefix = prefix
         self.role = self.task.role
         self.code_asset = self.task.code_asset
-        self.state_machine = self._state_machine(
+        self.state_machine_resource = self._state_machine(
             log_retention, log_encryption_key, include_execution_data
         )
+        self._state_machine_reference: sfn.IStateMachine | None = None
         CfnOutput(
             self,
             "StateMachineArnOutput",
@@ -177,6 +200,19 @@ class HeterogeneousTrainingJob(Construct):
     # -- the state machine -----------------------------------------------------------------------
 
     @property
+    def state_machine(self) -> sfn.IStateMachine:
+        """The state machine (``grant_start_execution``, ``StepFunctionsStartExecution``, metrics).
+
+        Its ARN is the resource's ``Ref``, as an L2 state machine's is; made when first asked
+        for (most apps never ask).
+        """
+        if self._state_machine_reference is None:
+            self._state_machine_reference = sfn.StateMachine.from_state_machine_arn(
+                self, "StateMachine", self.state_machine_resource.ref
+            )
+        return self._state_machine_reference
+
+    @property
     def state_machine_name(self) -> str:
         """Named after the prefix, so policies can name it without a reference."""
         return self.job_name_prefix
@@ -194,52 +230,81 @@ class HeterogeneousTrainingJob(Construct):
         log_retention: logs.RetentionDays | None,
         log_key: kms.IKey | None,
         include_execution_data: bool,
-    ) -> sfn.StateMachine:
-        jsonata = self.query_language == sfn.QueryLanguage.JSONATA
-        failed = sfn.Fail(
-            self,
-            "Training failed",
-            error="{% $states.input.Error %}" if jsonata else None,
-            cause="{% $states.input.Cause %}" if jsonata else None,
-            error_path=None if jsonata else "$.Error",
-            cause_path=None if jsonata else "$.Cause",
-            comment="Carries the HeteroTraining.* error and its cause.",
-        )
-        self.task.add_catch(failed, errors=["States.ALL"])
-        definition = self.task.next(sfn.Succeed(self, "Training completed"))
+    ) -> sfn.CfnStateMachine:
+        """The state machine: the task, then success or the failure it caught (one document)."""
         if log_key is not None:
             permissions.allow_log_encryption(log_key, self.task.arns)
-            log_group: logs.ILogGroup = logs.LogGroup(
+            log_group_arn = logs.LogGroup(
                 self,
                 "StateMachineLogs",
                 retention=log_retention or self.runner.log_retention,
                 encryption_key=log_key,
                 removal_policy=RemovalPolicy.DESTROY,
                 log_group_name=f"/aws/vendedlogs/states/{self.state_machine_name}",
-            )
+            ).log_group_arn
         else:
-            log_group = self.runner.state_machine_logs
-        # A run that is retrying for capacity is not timed out: the whole run may take every
-        # attempt, every wait between them, and an hour for the submissions.
-        longest = self.task.longest_run_seconds
-        state_machine = sfn.StateMachine(
-            self,
+            log_group_arn = self.runner.state_machine_logs_arn
+        self._state_machine_scope = Construct(self, _STATE_MACHINE_ID)
+        resource = sfn.CfnStateMachine(
+            self._state_machine_scope,
             "Resource",
+            definition_string=self._definition_string(),
+            # jsii maps (its property names), as for the alarm: no struct objects to check.
+            logging_configuration={
+                "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": log_group_arn}}],
+                "includeExecutionData": include_execution_data,
+                "level": "ALL",
+            },
+            role_arn=self.runner.state_machine_role_arn,
             state_machine_name=self.state_machine_name,
-            definition_body=sfn.DefinitionBody.from_chainable(definition),
-            role=self.runner.state_machine_role,
-            query_language=self.query_language,
-            # The whole run may not outlast the wait by more than an hour (stuck submissions).
-            timeout=Duration.seconds(longest + 3600) if longest is not None else None,
-            tracing_enabled=True,
-            logs=sfn.LogOptions(
-                destination=log_group,
-                level=sfn.LogLevel.ALL,
-                include_execution_data=include_execution_data,
-            ),
+            tracing_configuration={"enabled": True},
         )
-        depend_on_policy_only(state_machine, self.runner.state_machine_role)
-        return state_machine
+        resource.apply_removal_policy(RemovalPolicy.DESTROY)
+        self.runner.own_state_machine_resource(resource)
+        return resource
+
+    def _definition_string(self) -> str:
+        """The definition as JSON text, with the task's own tokens in its strings.
+
+        aws-cdk-lib's ``to_json_string`` renders a string token inside JSON the way CDK renders
+        any token inside a string: ``Fn::Join`` around its value. The text is written here
+        instead, as ``JSON.stringify`` writes it, when every token in it is one of the task's
+        own string-valued tokens (ARNs, partition, region, account, the code's URL). Any other
+        token (a user's, a number, a list) is left to ``to_json_string``, which knows its type.
+        """
+        definition = self._definition()
+        text = _json_text(definition)
+        if (
+            text is not None
+            and "#{Token[" not in text
+            and set(STRING_TOKEN.findall(text)) <= self.task.string_tokens
+        ):
+            return text
+        return self.runner.stack.to_json_string(definition)
+
+    def _definition(self) -> dict[str, Any]:
+        """The definition aws-cdk-lib renders for this chain, built in Python."""
+        jsonata = self.query_language == sfn.QueryLanguage.JSONATA
+        failed: dict[str, Any] = {"Type": "Fail", "Comment": _FAILED_COMMENT}
+        if jsonata:
+            failed |= {"Error": "{% $states.input.Error %}", "Cause": "{% $states.input.Cause %}"}
+        else:
+            failed |= {"ErrorPath": "$.Error", "CausePath": "$.Cause"}
+        definition: dict[str, Any] = {
+            "StartAt": _STATE_NAME,
+            "States": {
+                _STATE_NAME: self.task.own_state_json(next_state=_SUCCEEDED, catch_state=_FAILED),
+                _SUCCEEDED: {"Type": "Succeed"},
+                _FAILED: failed,
+            },
+        }
+        # A run that is retrying for capacity is not timed out: the whole run may take every
+        # attempt, every wait between them, and an hour for stuck submissions.
+        longest = self.task.longest_run_seconds
+        if longest is not None:
+            definition["TimeoutSeconds"] = longest + 3600
+        definition["QueryLanguage"] = "JSONata" if jsonata else "JSONPath"
+        return definition
 
     def _schedule(self, schedule: events.Schedule, schedule_input: Mapping[str, Any]) -> None:
         self.check_overrides(schedule_input, "schedule_input")
@@ -252,6 +317,12 @@ class HeterogeneousTrainingJob(Construct):
                 targets.SfnStateMachine(
                     self.state_machine,
                     input=events.RuleTargetInput.from_object(dict(schedule_input)),
+                    # Where the target puts its role for an L2 state machine: same logical id.
+                    role=iam.Role(
+                        self._state_machine_scope,
+                        "EventsRole",
+                        assumed_by=iam.ServicePrincipal("events.amazonaws.com"),
+                    ),
                 )
             ],
         )
@@ -272,33 +343,39 @@ class HeterogeneousTrainingJob(Construct):
 
     def _alarm(self, topic: sns.ITopic | None) -> cloudwatch.CfnAlarm:
         """One alarm: executions that failed, timed out or were aborted (5-minute sums)."""
+        # The queries as jsii maps (its property names): struct objects cost type checks and
+        # conversions on both sides of jsii for the same template.
         dimensions = [{"name": "StateMachineArn", "value": self.state_machine_arn}]
-        metrics = [
-            cloudwatch.CfnAlarm.MetricDataQueryProperty(
-                id=f"m{index}",
-                return_data=False,
-                metric_stat=cloudwatch.CfnAlarm.MetricStatProperty(
-                    metric=cloudwatch.CfnAlarm.MetricProperty(
-                        namespace="AWS/States", metric_name=metric, dimensions=dimensions
-                    ),
-                    period=300,
-                    stat="Sum",
-                ),
-            )
+        metrics: list[Any] = [
+            {
+                "id": f"m{index}",
+                "returnData": False,
+                "metricStat": {
+                    "metric": {
+                        "namespace": "AWS/States",
+                        "metricName": metric,
+                        "dimensions": dimensions,
+                    },
+                    "period": 300,
+                    "stat": "Sum",
+                },
+            }
             for index, metric in enumerate(
                 ("ExecutionsFailed", "ExecutionsTimedOut", "ExecutionsAborted")
             )
         ]
-        ended = cloudwatch.CfnAlarm.MetricDataQueryProperty(
-            id="ended",
-            expression="FILL(m0, 0) + FILL(m1, 0) + FILL(m2, 0)",
-            label="Training runs that failed, timed out or were aborted",
-            return_data=True,
+        metrics.append(
+            {
+                "id": "ended",
+                "expression": "FILL(m0, 0) + FILL(m1, 0) + FILL(m2, 0)",
+                "label": "Training runs that failed, timed out or were aborted",
+                "returnData": True,
+            }
         )
         return cloudwatch.CfnAlarm(
             self,
             "RunsEndedBadlyAlarm",
-            metrics=[*metrics, ended],
+            metrics=metrics,
             evaluation_periods=1,
             threshold=1,
             comparison_operator="GreaterThanOrEqualToThreshold",
@@ -323,3 +400,38 @@ class HeterogeneousTrainingJob(Construct):
         resources = self.request["ResourceConfig"]
         groups = resources.get("InstanceGroups")
         return [g["InstanceType"] for g in groups] if groups else [resources["InstanceType"]]
+
+
+# A UTF-16 surrogate: JSON.stringify escapes a lone one, Python's json writes it as it is.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Integers beyond this are not exact in JavaScript; JSON.stringify would print other digits.
+_EXACT_IN_JAVASCRIPT = 2**53
+
+
+def _json_text(value: Any) -> str | None:
+    """``value`` as JavaScript's ``JSON.stringify`` writes it (compact), or None.
+
+    None for what Python would write differently: whole or exponent floats (Python writes 2.0
+    where JavaScript writes 2; a CDK number token is a float of about -1.9e289), integers
+    JavaScript cannot hold exactly, keys that are not strings, and lone surrogates (which
+    JavaScript escapes).
+    """
+    if not _written_alike(value):
+        return None
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return None if _SURROGATE.search(text) else text
+
+
+def _written_alike(value: Any) -> bool:
+    """Whether Python's json and JavaScript's JSON.stringify write ``value`` alike."""
+    if isinstance(value, str) or value is None or isinstance(value, bool):
+        return True
+    if isinstance(value, int):
+        return abs(value) <= _EXACT_IN_JAVASCRIPT
+    if isinstance(value, float):  # e.g. a backoff rate of 1.5; not 2.0, 1e-7 or a token
+        return math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _written_alike(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return all(_written_alike(item) for item in value)
+    return False

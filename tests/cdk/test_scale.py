@@ -81,8 +81,8 @@ def test_resources_per_job_are_few_and_the_shared_ones_do_not_grow(
         else:
             shared.append(logical_id)
     assert len(per_job) == JOBS_PER_STACK
-    # State machine, execution role (policy inline), control role and policy, one alarm.
-    assert set(per_job.values()) == {5}
+    # State machine, execution role and control role (policies inline), one alarm.
+    assert set(per_job.values()) == {4}
     assert len(shared) < 40  # the runner: Lambdas, table, rules, queue, alarms, shared role
     policies = [r for r in resources.values() if r["Type"] == "AWS::IAM::Policy"]
     shared_policies = [p for p in policies if "Runner" in str(p["Properties"].get("Roles"))]
