@@ -78,7 +78,9 @@ lint: setup
 bench: setup
 	$(PY) benchmarks/bench_core.py
 	$(PY) benchmarks/bench_synth.py
+	$(PY) benchmarks/bench_capacity.py
 	$(PY) benchmarks/bench_runs.py
+	$(PY) benchmarks/bench_lambda.py
 
 docs: setup
 	$(PY) -m hetero_constructs.core.rules.docs > docs/rules.md
