@@ -8,6 +8,7 @@ import json
 import tarfile
 from typing import Any
 
+import pytest
 from cfnlint import api as cfnlint
 
 from hetero_constructs.core import build_request, spec_from_dict
@@ -300,7 +301,9 @@ def test_cdk_nag_has_no_unacknowledged_findings(example: Synthesized) -> None:
     assert recorded == {finding["acknowledgedId"] for finding in suppressed}
 
 
-def test_cfn_lint_is_clean(example: Synthesized) -> None:
-    template = with_literal_definitions(example.template)
+@pytest.mark.parametrize("stack", ["HeteroTrainingExample", "HeteroTrainingPipeline"])
+def test_cfn_lint_is_clean(example: Synthesized, stack: str) -> None:
+    synthesized = json.loads((example.outdir / f"{stack}.template.json").read_text())
+    template = with_literal_definitions(synthesized)
     matches = cfnlint.lint(json.dumps(template), config=cfnlint.ManualArgs(regions=["us-west-2"]))
     assert [f"{m.rule.id}: {m.message}" for m in matches] == []
