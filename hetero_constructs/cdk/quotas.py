@@ -245,12 +245,13 @@ class TemplateView:
         """The node with worst-case values, as compact JSON."""
         return json.dumps(self.worst.value(node), separators=(",", ":"), ensure_ascii=False)
 
-    def policy_json(self, document: Any) -> str:
+    def policy_json(self, document: Any, *, resolved: bool = False) -> str:
         """A policy document as IAM sizes it: compact, numbers and booleans as strings.
 
-        Quoted scalars are never shorter than however CloudFormation sends them.
+        Quoted scalars are never shorter than however CloudFormation sends them. ``resolved``:
+        the document already holds worst-case values only.
         """
-        value = _stringify_scalars(self.worst.value(document))
+        value = _stringify_scalars(document if resolved else self.worst.value(document))
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
     def _texts(self, values: Mapping[str, Any]) -> dict[str, str]:
@@ -396,13 +397,24 @@ def _inline_contributions(view: TemplateView) -> dict[tuple[str, str], list[_Con
         (name, characters), estimated = view.sized(compute)
         return name, characters, estimated
 
+    def size_of_policy(policy: Any) -> tuple[str, int, bool] | None:
+        """An item of a role's ``Policies``, its intrinsics resolved in one walk."""
+        resolved, estimated = view.sized(view.worst.value, policy)
+        if not isinstance(resolved, dict):
+            return None
+        name = view.worst.text(resolved.get("PolicyName", ""))
+        text = view.policy_json(resolved.get("PolicyDocument", {}), resolved=True)
+        return name, iam_characters(name) + iam_characters(text), estimated
+
     for logical_id, properties in view.of_type("AWS::IAM::Role"):
-        policies = view.worst.value(properties.get("Policies") or [])
+        raw = properties.get("Policies") or []
+        # A literal list is sized item by item (each walked once); a list built by an
+        # intrinsic (Fn::If) is resolved first.
+        policies = raw if isinstance(raw, list) else view.worst.value(raw)
         for policy in policies if isinstance(policies, list) else []:
-            if isinstance(policy, dict):
-                name, characters, estimated = size(
-                    policy.get("PolicyName", ""), policy.get("PolicyDocument", {})
-                )
+            sized = size_of_policy(policy)
+            if sized is not None:
+                name, characters, estimated = sized
                 found.setdefault(("role", logical_id), []).append(
                     _Contribution(name, logical_id, characters, estimated)
                 )
