@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import stat
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from hetero_constructs.core import catalog
+from hetero_constructs.core.source_tree import directory_identity, settled
 from hetero_constructs.core.spec import (
     InstanceGroup,
     Launcher,
@@ -77,8 +77,7 @@ _NO_DEPLOYMENT = Deployment()
 # and the listing is read again whenever the directory changed (an entry added, removed or
 # renamed changes its modification time). As git does for "racily clean" files, a listing is
 # kept only once the directory has not changed for RACY_SECONDS, so that a change within the
-# file system's timestamp granularity cannot go unseen.
-RACY_SECONDS = 2.0
+# file system's timestamp granularity cannot go unseen (source_tree's rule, shared).
 _MAX_LISTINGS = 256
 
 
@@ -90,18 +89,14 @@ class _Listing(NamedTuple):
 _LISTINGS: dict[str, _Listing] = {}
 
 
-def _identity(info: os.stat_result) -> tuple[int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_mtime_ns)
-
-
 def _read_listing(directory: str, info: os.stat_result) -> _Listing | None:
     try:
         with os.scandir(directory) as entries:
             files = frozenset(e.name for e in entries if _is_regular_file(e))
     except OSError:
         return None
-    listing = _Listing(_identity(info), files)
-    if time.time() - info.st_mtime > RACY_SECONDS:
+    listing = _Listing(directory_identity(info), files)
+    if settled(info):
         if len(_LISTINGS) >= _MAX_LISTINGS:
             _LISTINGS.clear()
         _LISTINGS[directory] = listing
@@ -171,7 +166,7 @@ class RuleContext:
         if info is None or not stat.S_ISDIR(info.st_mode) or name in ("", os.curdir, os.pardir):
             return os.path.isfile(path)
         listing = _LISTINGS.get(directory)
-        if listing is None or listing.identity != _identity(info):
+        if listing is None or listing.identity != directory_identity(info):
             listing = _read_listing(directory, info)
             if listing is None:
                 return os.path.isfile(path)

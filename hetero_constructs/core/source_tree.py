@@ -68,8 +68,14 @@ _MAX_CLEAN_TREES = 64
 _CLEAN_TREES: dict[str, tuple[tuple[str, tuple[int, int, int]], ...]] = {}
 
 
-def _identity(info: os.stat_result) -> tuple[int, int, int]:
+def directory_identity(info: os.stat_result) -> tuple[int, int, int]:
+    """Device, inode and modification time (ns): changed by any entry added, removed or renamed."""
     return (info.st_dev, info.st_ino, info.st_mtime_ns)
+
+
+def settled(info: os.stat_result) -> bool:
+    """Unchanged for RACY_SECONDS: a later change cannot share its timestamp (git's racy rule)."""
+    return time.time() - info.st_mtime > RACY_SECONDS
 
 
 def _unchanged(directory: str, identity: tuple[int, int, int]) -> bool:
@@ -77,7 +83,7 @@ def _unchanged(directory: str, identity: tuple[int, int, int]) -> bool:
         info = os.stat(directory)  # as recorded: the root may be reached through a link
     except OSError:
         return False
-    return stat.S_ISDIR(info.st_mode) and _identity(info) == identity
+    return stat.S_ISDIR(info.st_mode) and directory_identity(info) == identity
 
 
 def problems(root: Path) -> tuple[SourceProblem, ...]:
@@ -92,11 +98,10 @@ def problems(root: Path) -> tuple[SourceProblem, ...]:
     tree = _walk(root, directories)
     if tree.problems or not directories:  # not kept: problems, or links met (no directories)
         return tree.problems
-    settled = time.time() - RACY_SECONDS
-    if all(info.st_mtime < settled for _, info in directories):
+    if all(settled(info) for _, info in directories):
         if len(_CLEAN_TREES) >= _MAX_CLEAN_TREES:
             _CLEAN_TREES.clear()
-        _CLEAN_TREES[key] = tuple((d, _identity(info)) for d, info in directories)
+        _CLEAN_TREES[key] = tuple((d, directory_identity(info)) for d, info in directories)
     return ()
 
 

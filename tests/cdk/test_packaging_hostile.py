@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,23 +21,10 @@ from hetero_constructs.cdk import packaging
 from hetero_constructs.cdk.packaging import source_bundle, tar_gz_bytes
 from hetero_constructs.cdk.permissions import Arns, S3Location, s3_read, s3_write
 from hetero_constructs.core.source_tree import NotARegularFileError, read_regular_file
+from tests.blocking import outcome
 
-
-def outcome(call: Callable[[], Any], seconds: float = 10.0) -> Any:
-    """The call's result or the exception it raised; fails if it blocks."""
-    result: list[Any] = []
-
-    def run() -> None:
-        try:
-            result.append(call())
-        except Exception as error:  # handed back to the test
-            result.append(error)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), "the call blocked"
-    return result[0]
+# Packaging reads and compresses the whole tree: more time than a plan before it counts as blocked.
+PACKAGING_SECONDS = 10.0
 
 
 @pytest.fixture
@@ -62,7 +47,7 @@ HOSTILE = {
 def test_bundling_a_hostile_source_dir_is_a_violation(code: Path, make: Any) -> None:
     make(code)
     for call in (lambda: tar_gz_bytes({"": code}), lambda: source_bundle(code)):
-        error = outcome(call)
+        error = outcome(call, PACKAGING_SECONDS)
         assert isinstance(error, SpecValidationError), error
         assert {v.rule for v in error.violations} == {"FW-SOURCE-DIR"}
 
@@ -84,7 +69,7 @@ def test_the_construct_raises_the_violation(code: Path, make: Any) -> None:
         output_path="s3://data-bucket/output/",
     )
     stack = cdk.Stack(cdk.App(), "Test", env=cdk.Environment(region="us-west-2"))
-    error = outcome(lambda: HeterogeneousTrainingJob(stack, "Job", spec=spec))
+    error = outcome(lambda: HeterogeneousTrainingJob(stack, "Job", spec=spec), PACKAGING_SECONDS)
     assert isinstance(error, SpecValidationError), error
     assert {v.rule for v in error.violations} == {"FW-SOURCE-DIR"}
 
@@ -96,10 +81,13 @@ def test_a_file_replaced_by_a_fifo_after_the_scan_is_never_opened_blocking(
     (code / "train.py").unlink()
     os.mkfifo(code / "train.py")  # ... that is a FIFO by the time it is read
     monkeypatch.setattr(packaging, "scan", lambda root: scanned)
-    error = outcome(lambda: tar_gz_bytes({"": code}))
+    error = outcome(lambda: tar_gz_bytes({"": code}), PACKAGING_SECONDS)
     assert isinstance(error, SpecValidationError)
     assert "cannot be read" in error.violations[0].problem
-    assert isinstance(outcome(lambda: read_regular_file(code / "train.py")), NotARegularFileError)
+    assert isinstance(
+        outcome(lambda: read_regular_file(code / "train.py"), PACKAGING_SECONDS),
+        NotARegularFileError,
+    )
 
 
 ARNS = Arns("aws", "us-west-2", "111122223333")

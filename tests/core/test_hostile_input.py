@@ -10,7 +10,6 @@ import io
 import json
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +37,7 @@ from hetero_constructs.core.spec_file import (
     read_spec_file,
 )
 from hetero_constructs.core.violations import Violation, render_value
+from tests.blocking import finishes
 from tests.core.specs import BASE, spec_dict, violations_of
 
 # "Well under a second" of CPU time, far below a hang.
@@ -514,16 +514,6 @@ def test_spec_file_enum_values_in_the_wrong_case(tmp_path: Path) -> None:
 
 
 # -- Files that are not spec files --------------------------------------------------------------
-
-
-def finishes(call: Callable[[], Any], seconds: float = 5.0) -> Any:
-    """The call's result; fails (instead of hanging the suite) if it blocks."""
-    result: list[Any] = []
-    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), "the call blocked"
-    return result[0]
 
 
 def test_fifos_sockets_directories_and_huge_files_are_refused(tmp_path: Path) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from hetero_constructs.core import context as context_module
-from hetero_constructs.core.context import RACY_SECONDS, RuleContext
+from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.plan import plan
 from hetero_constructs.core.rules import rule_by_id
+from hetero_constructs.core.source_tree import RACY_SECONDS
 from hetero_constructs.core.spec_file import load_spec_file
 
 EXAMPLE = (

@@ -11,7 +11,6 @@ import json
 import os
 import socket
 import stat
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,8 @@ import pytest
 
 from hetero_constructs.core.source_tree import scan
 from hetero_constructs.core.violations import Violation
+from tests.blocking import finishes
 from tests.core.specs import spec_dict, violations_of
-
-
-def finishes(call: Callable[[], Any], seconds: float = 5.0) -> Any:
-    """The call's result; fails (instead of hanging the suite) if it blocks."""
-    result: list[Any] = []
-    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
-    worker.start()
-    worker.join(seconds)
-    assert not worker.is_alive(), "the call blocked"
-    return result[0]
 
 
 @pytest.fixture
