@@ -388,17 +388,9 @@ class _Contribution:
 def _inline_contributions(view: TemplateView) -> dict[tuple[str, str], list[_Contribution]]:
     found: dict[tuple[str, str], list[_Contribution]] = {}
 
-    def size(name_node: Any, document: Any) -> tuple[str, int, bool]:
-        def compute() -> tuple[str, int]:
-            name = view.worst.text(name_node)
-            text = view.policy_json(document)
-            return name, iam_characters(name) + iam_characters(text)
-
-        (name, characters), estimated = view.sized(compute)
-        return name, characters, estimated
-
-    def size_of_policy(policy: Any) -> tuple[str, int, bool] | None:
-        """An item of a role's ``Policies``, its intrinsics resolved in one walk."""
+    def size(policy: Any) -> tuple[str, int, bool] | None:
+        """A policy (``PolicyName``, ``PolicyDocument``): its name and IAM characters, and whether
+        they are estimated; its intrinsics resolved in one walk."""
         resolved, estimated = view.sized(view.worst.value, policy)
         if not isinstance(resolved, dict):
             return None
@@ -412,7 +404,7 @@ def _inline_contributions(view: TemplateView) -> dict[tuple[str, str], list[_Con
         # intrinsic (Fn::If) is resolved first.
         policies = raw if isinstance(raw, list) else view.worst.value(raw)
         for policy in policies if isinstance(policies, list) else []:
-            sized = size_of_policy(policy)
+            sized = size(policy)
             if sized is not None:
                 name, characters, estimated = sized
                 found.setdefault(("role", logical_id), []).append(
@@ -425,9 +417,14 @@ def _inline_contributions(view: TemplateView) -> dict[tuple[str, str], list[_Con
         for logical_id, properties in view.of_type(resource_type):
             if roles_property not in properties:
                 continue
-            name, characters, estimated = size(
-                properties.get("PolicyName", ""), properties.get("PolicyDocument", {})
-            )
+            policy = {
+                "PolicyName": properties.get("PolicyName", ""),
+                "PolicyDocument": properties.get("PolicyDocument", {}),
+            }
+            sized = size(policy)
+            if sized is None:
+                continue
+            name, characters, estimated = sized
             for key in _role_keys(view, properties[roles_property]):
                 found.setdefault(key, []).append(
                     _Contribution(name, logical_id, characters, estimated)
