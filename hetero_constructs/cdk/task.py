@@ -131,6 +131,45 @@ def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
     return f"{readable}-{digest}".lower()
 
 
+def job_name_prefix_of(
+    spec: TrainingSpec, given: str | None, scope: Construct, construct_id: str
+) -> str:
+    """The prefix of every job name: the prop, else the spec's ``base_job_name`` (the SDK's
+    prefix of its job names), else the construct id plus a digest."""
+    return given or spec.base_job_name or default_job_name_prefix(scope, construct_id)
+
+
+def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
+    """A spec's ``job_name`` and ``base_job_name`` are honoured or refused, never dropped."""
+    violations = []
+    if spec.job_name is not None:
+        violations.append(
+            Violation(
+                "CDK-JOB-NAME",
+                "job_name",
+                "A job_name names one training job, but the state machine starts a job per "
+                f"run, each named '{prefix}-...' (a fixed name would be refused from the "
+                "second run on).",
+                spec.job_name,
+                "no job_name; base_job_name (or job_name_prefix) starts every job's name",
+                "replace job_name with base_job_name",
+            )
+        )
+    if spec.base_job_name is not None and spec.base_job_name != prefix:
+        violations.append(
+            Violation(
+                "CDK-BASE-JOB-NAME",
+                "base_job_name",
+                "The spec's base_job_name is not the construct's job_name_prefix; both name "
+                "the prefix of every job name.",
+                spec.base_job_name,
+                f"the job_name_prefix, {prefix!r}, or no base_job_name",
+                "give the prefix once: base_job_name in the spec or job_name_prefix",
+            )
+        )
+    return violations
+
+
 def split_spec_fields(
     props: Mapping[str, Any], constructor: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -291,7 +330,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
         :param role: the SageMaker execution role; by default one is created with least
             privilege (a spec's ``role`` ARN is used when given).
-        :param job_name_prefix: every job name starts with it; default: the id plus a digest.
+        :param job_name_prefix: every job name starts with it; default: the spec's
+            ``base_job_name``, else the id plus a digest.
             Prefixes may not overlap within an app (they scope IAM and event routing).
         :param volume_encryption_key: KMS key for the ML storage volumes (sets volume_kms_key).
         :param output_encryption_key: KMS key for the model artifacts (sets output_kms_key).
@@ -341,7 +381,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         remember_path(self, self.path)
         self.runner = TrainingRunner.of(scope)
         self.arns = self.runner.arns
-        self.job_name_prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
+        self.job_name_prefix = job_name_prefix_of(spec, job_name_prefix, scope, construct_id)
         self._check_prefix()
         self.marker = f'"jobNamePrefix":"{self.job_name_prefix}"'
         self.completion_timeout_seconds = timeout_seconds
@@ -368,7 +408,10 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             dlc_image_uri=dlc_image,
         )
         self.spec = spec
-        violations = self._region_violations(spec)
+        violations = [
+            *self._region_violations(spec),
+            *_job_name_violations(spec, self.job_name_prefix),
+        ]
         result = plan(spec, deployment, is_token=is_token)
         if result.request is None or violations:
             raise SpecValidationError([*violations, *result.violations], scope=self.path)
@@ -994,4 +1037,8 @@ def _is_jsonata(value: Any) -> bool:
     return isinstance(value, str) and value.strip().startswith("{%")
 
 
-__all__: Sequence[str] = ["HeterogeneousTrainingTask", "default_job_name_prefix"]
+__all__: Sequence[str] = [
+    "HeterogeneousTrainingTask",
+    "default_job_name_prefix",
+    "job_name_prefix_of",
+]

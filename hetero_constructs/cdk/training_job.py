@@ -37,7 +37,7 @@ from hetero_constructs.cdk.task import (
     STRING_TOKEN,
     CapacityRetry,
     OwnStateMachineTask,
-    default_job_name_prefix,
+    job_name_prefix_of,
     spec_from_file,
     split_spec_fields,
 )
@@ -99,7 +99,8 @@ class HeterogeneousTrainingJob(Construct):
         """
         :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
         :param role: the SageMaker execution role; by default one is created with least privilege.
-        :param job_name_prefix: every job name starts with it; default: the id plus a digest.
+        :param job_name_prefix: every job name starts with it; default: the spec's
+            ``base_job_name``, else the id plus a digest.
         :param volume_encryption_key: KMS key for the ML storage volumes (sets volume_kms_key).
         :param output_encryption_key: KMS key for the model artifacts (sets output_kms_key).
         :param include_runtime_helper: ship ``hetero_runtime`` (instance-group facts) in the code.
@@ -131,7 +132,7 @@ class HeterogeneousTrainingJob(Construct):
                 f"{self.path}: schedule_input is given without a schedule. "
                 "Fix: pass schedule=events.Schedule.rate(...) too."
             )
-        prefix = job_name_prefix or default_job_name_prefix(scope, construct_id)
+        prefix = job_name_prefix_of(spec, job_name_prefix, scope, construct_id)
         jsonata = is_token(spec.max_wait if spec.use_spot_instances else spec.max_run)
         self.query_language = sfn.QueryLanguage.JSONATA if jsonata else sfn.QueryLanguage.JSON_PATH
         self.runner = TrainingRunner.of(scope)

@@ -1,0 +1,465 @@
+"""Every field a spec file may carry is honoured in the synthesized template or is a violation.
+
+The fields come from the code (``TrainingSpec``'s dataclass fields and the spec file's
+top-level keys), so a new field fails ``test_every_spec_file_field_is_classified`` until it has
+a case here. Each case writes the example spec file with a distinctive value for the field,
+builds the job with ``HeterogeneousTrainingJob.from_spec_file``, synthesizes the app and finds
+the value in the template: in the CreateTrainingJob request the submit Lambda plans from the
+payload the state machine carries (the same ``plan`` call as ``lambda/submit.py``), in the
+code asset, the state machine or the role; or the construct refuses it with a named violation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import io
+import json
+import tarfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+
+from hetero_constructs import HeterogeneousTrainingJob, SpecValidationError
+from hetero_constructs.core import spec_file
+from hetero_constructs.core.context import Deployment
+from hetero_constructs.core.plan import plan
+from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.core.spec_file import spec_from_dict
+from tests.cdk.templates import definitions, resources
+
+REPO = Path(__file__).parents[2]
+EXAMPLE = REPO / "examples" / "specs" / "hetero_torch_distributed.json"
+REGION = "us-west-2"
+KEY = "arn:aws:kms:us-west-2:111122223333:key/11111111-2222-3333-4444-555555555555"
+OTHER_KEY = "arn:aws:kms:us-west-2:111122223333:key/66666666-7777-8888-9999-000000000000"
+HOMOGENEOUS = {
+    "instance_groups": None,
+    "distribution": None,
+    "channels": {"train": "s3://my-training-bucket/datasets/train/"},
+    "instance_type": "ml.g5.2xlarge",
+    "instance_count": 1,
+}
+PYTORCH_22 = {"framework_version": "2.2.0", "py_version": "py310"}
+ACK_REASON = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
+
+
+@dataclass
+class Synthesized:
+    """What a case looks at: the template, the payload and the request it plans to."""
+
+    outdir: Path
+    template: dict[str, Any]
+    machine: dict[str, Any]  # the job's AWS::StepFunctions::StateMachine properties
+    payload: dict[str, Any]
+    request: dict[str, Any]
+
+    @property
+    def hyperparameters(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self.request["HyperParameters"].items()}
+
+
+def synthesize(tmp_path: Path, changes: dict[str, Any]) -> Synthesized:
+    data = json.loads(EXAMPLE.read_text())
+    data["source_dir"] = str(REPO / "examples" / "hetero_training")
+    for key, value in changes.items():
+        if value is None:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    outdir = tmp_path / "cdk.out"
+    app = cdk.App(outdir=str(outdir))
+    stack = cdk.Stack(app, "Fields", env=cdk.Environment(region=REGION))
+    HeterogeneousTrainingJob.from_spec_file(stack, "Job", path)
+    template = app.synth().get_stack_by_name("Fields").template
+    ((logical_id, definition),) = definitions(template).items()
+    payload = definition["States"]["Run training job"]["Parameters"]["Payload"]
+    # What the submit Lambda does with it (lambda/submit.py prepare, without overrides).
+    deployment = Deployment(job_name=f"{payload['jobNamePrefix']}-run", **payload["deployment"])
+    planned = plan(spec_from_dict(payload["spec"]), deployment)
+    assert planned.request is not None, planned.violations
+    machine = template["Resources"][logical_id]["Properties"]
+    return Synthesized(outdir, template, machine, payload, planned.request)
+
+
+def code_files(result: Synthesized) -> dict[str, bytes]:
+    """The code asset the job's request points at, as staged in the cloud assembly."""
+    submitted = result.hyperparameters["sagemaker_submit_directory"]
+    digest = submitted.rsplit("/", 1)[1].split(".")[0]
+    (staged,) = result.outdir.glob(f"asset.{digest}.*")
+    with (
+        gzip.open(staged) as compressed,
+        tarfile.open(fileobj=io.BytesIO(compressed.read())) as archive,
+    ):
+        return {
+            member.name: archive.extractfile(member).read()  # type: ignore[union-attr]
+            for member in archive.getmembers()
+            if member.isfile()
+        }
+
+
+def distinct_source(tmp_path: Path, entry_point: str = "train.py") -> str:
+    source = tmp_path / "distinct-source"
+    source.mkdir(exist_ok=True)
+    (source / entry_point).write_text("print('distinct training code')\n")
+    return str(source)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A field's distinctive value (with what it needs besides) and where it must show."""
+
+    changes: Callable[[Path], dict[str, Any]]
+    check: Callable[[Synthesized], None] | None = None
+    violation: str | None = None  # or the rule that refuses it
+
+
+def _check(condition: Callable[[Synthesized], bool]) -> Callable[[Synthesized], None]:
+    def check(result: Synthesized) -> None:
+        assert condition(result)
+
+    return check
+
+
+def fixed(changes: dict[str, Any]) -> Callable[[Path], dict[str, Any]]:
+    return lambda _: changes
+
+
+def role_is(result: Synthesized) -> None:
+    assert result.request["RoleArn"] == "arn:aws:iam::111122223333:role/SpecFileRole"
+    # Imported, not replaced by a created execution role.
+    assert not [k for k in resources(result.template, "AWS::IAM::Role") if "ExecutionRole" in k]
+
+
+def base_job_name_is_the_prefix(result: Synthesized) -> None:
+    assert result.payload["jobNamePrefix"] == "distinct-base"
+    assert result.machine["StateMachineName"] == "distinct-base"
+    assert result.request["TrainingJobName"].startswith("distinct-base-")
+
+
+def acknowledged(result: Synthesized) -> None:
+    reason = ACK_REASON
+    assert result.payload["spec"]["acknowledgments"] == {"LAU-SMDDP-INSTANCE": reason}
+    recorded = [
+        entry
+        for role in resources(result.template, "AWS::IAM::Role").values()
+        for entry in role.get("Metadata", {}).get("hetero-constructs:acknowledged", [])
+    ]
+    assert recorded == [
+        {"rule": "LAU-SMDDP-INSTANCE", "path": "instance_groups[1].instance_type", "reason": reason}
+    ]
+
+
+def source_is_shipped(result: Synthesized) -> None:
+    assert code_files(result)["train.py"] == b"print('distinct training code')\n"
+
+
+def entry_point_is_run(result: Synthesized) -> None:
+    assert result.hyperparameters["sagemaker_program"] == "distinct_train.py"
+    assert "distinct_train.py" in code_files(result)
+
+
+CASES: dict[str, Case] = {
+    "framework": Case(
+        fixed(
+            {
+                "framework": "tensorflow",
+                "framework_version": "2.13.0",
+                "py_version": "py310",
+                "distribution": {"mpi": {"enabled": True}, "instance_groups": ["gpu"]},
+            }
+        ),
+        _check(
+            lambda r: (
+                "/tensorflow-training:2.13.0-"
+                in r.request["AlgorithmSpecification"]["TrainingImage"]
+            )
+        ),
+    ),
+    "framework_version": Case(
+        fixed(PYTORCH_22),
+        _check(lambda r: ":2.2.0-" in r.request["AlgorithmSpecification"]["TrainingImage"]),
+    ),
+    "py_version": Case(
+        fixed(PYTORCH_22),
+        _check(lambda r: r.request["AlgorithmSpecification"]["TrainingImage"].endswith("-py310")),
+    ),
+    "image_uri": Case(
+        fixed({"image_uri": "111122223333.dkr.ecr.us-west-2.amazonaws.com/distinct:7"}),
+        _check(
+            lambda r: (
+                r.request["AlgorithmSpecification"]["TrainingImage"]
+                == "111122223333.dkr.ecr.us-west-2.amazonaws.com/distinct:7"
+            )
+        ),
+    ),
+    "entry_point": Case(
+        lambda tmp: {
+            "entry_point": "distinct_train.py",
+            "source_dir": distinct_source(tmp, "distinct_train.py"),
+        },
+        entry_point_is_run,
+    ),
+    "source_dir": Case(
+        lambda tmp: {"source_dir": distinct_source(tmp)},
+        source_is_shipped,
+    ),
+    "role": Case(fixed({"role": "arn:aws:iam::111122223333:role/SpecFileRole"}), role_is),
+    "region": Case(fixed({"region": "eu-west-1"}), violation="CDK-REGION"),
+    "output_path": Case(
+        fixed({"output_path": "s3://distinct-output/runs/"}),
+        _check(
+            lambda r: r.request["OutputDataConfig"]["S3OutputPath"] == "s3://distinct-output/runs/"
+        ),
+    ),
+    "job_name": Case(fixed({"job_name": "distinct-job-2026"}), violation="CDK-JOB-NAME"),
+    "base_job_name": Case(fixed({"base_job_name": "distinct-base"}), base_job_name_is_the_prefix),
+    "instance_type": Case(
+        fixed({**HOMOGENEOUS, "instance_type": "ml.g5.12xlarge"}),
+        _check(lambda r: r.request["ResourceConfig"]["InstanceType"] == "ml.g5.12xlarge"),
+    ),
+    "instance_count": Case(
+        fixed({**HOMOGENEOUS, "instance_count": 3}),
+        _check(lambda r: r.request["ResourceConfig"]["InstanceCount"] == 3),
+    ),
+    "volume_size": Case(
+        fixed({"volume_size": 123}),
+        _check(lambda r: r.request["ResourceConfig"]["VolumeSizeInGB"] == 123),
+    ),
+    "max_run": Case(
+        fixed({"max_run": 7777}),
+        _check(lambda r: r.request["StoppingCondition"]["MaxRuntimeInSeconds"] == 7777),
+    ),
+    "input_mode": Case(
+        fixed({"input_mode": "FastFile"}),
+        _check(lambda r: r.request["AlgorithmSpecification"]["TrainingInputMode"] == "FastFile"),
+    ),
+    "container_log_level": Case(
+        fixed({"container_log_level": 10}),
+        _check(lambda r: r.hyperparameters["sagemaker_container_log_level"] == 10),
+    ),
+    "volume_kms_key": Case(
+        fixed({"volume_kms_key": KEY}),
+        _check(lambda r: r.request["ResourceConfig"]["VolumeKmsKeyId"] == KEY),
+    ),
+    "output_kms_key": Case(
+        fixed({"output_kms_key": OTHER_KEY}),
+        _check(lambda r: r.request["OutputDataConfig"]["KmsKeyId"] == OTHER_KEY),
+    ),
+    "enable_network_isolation": Case(
+        fixed({"enable_network_isolation": True}),
+        _check(lambda r: r.request["EnableNetworkIsolation"] is True),
+    ),
+    "encrypt_inter_container_traffic": Case(
+        fixed({"encrypt_inter_container_traffic": True}),
+        _check(lambda r: r.request["EnableInterContainerTrafficEncryption"] is True),
+    ),
+    "use_spot_instances": Case(
+        fixed({"use_spot_instances": True, "max_wait": 20_000}),
+        _check(lambda r: r.request["EnableManagedSpotTraining"] is True),
+    ),
+    "max_wait": Case(
+        fixed({"use_spot_instances": True, "max_wait": 20_000}),
+        _check(lambda r: r.request["StoppingCondition"]["MaxWaitTimeInSeconds"] == 20_000),
+    ),
+    "checkpoint_s3_uri": Case(
+        fixed({"checkpoint_s3_uri": "s3://distinct-checkpoints/run/"}),
+        _check(
+            lambda r: r.request["CheckpointConfig"]["S3Uri"] == "s3://distinct-checkpoints/run/"
+        ),
+    ),
+    "checkpoint_local_path": Case(
+        fixed(
+            {
+                "checkpoint_s3_uri": "s3://distinct-checkpoints/run/",
+                "checkpoint_local_path": "/opt/ml/distinct",
+            }
+        ),
+        _check(lambda r: r.request["CheckpointConfig"]["LocalPath"] == "/opt/ml/distinct"),
+    ),
+    "max_retry_attempts": Case(
+        fixed({"max_retry_attempts": 4}),
+        _check(lambda r: r.request["RetryStrategy"] == {"MaximumRetryAttempts": 4}),
+    ),
+    "training_plan_arn": Case(
+        fixed(
+            {"training_plan_arn": "arn:aws:sagemaker:us-west-2:111122223333:training-plan/distinct"}
+        ),
+        _check(
+            lambda r: (
+                r.request["ResourceConfig"]["TrainingPlanArn"]
+                == "arn:aws:sagemaker:us-west-2:111122223333:training-plan/distinct"
+            )
+        ),
+    ),
+    "keep_alive_period_in_seconds": Case(
+        fixed({**HOMOGENEOUS, "keep_alive_period_in_seconds": 600}),
+        _check(lambda r: r.request["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 600),
+    ),
+    "instance_groups": Case(
+        fixed(
+            {
+                "instance_groups": [
+                    {"name": "data", "instance_type": "ml.c5.9xlarge", "instance_count": 3},
+                    {"name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
+                ]
+            }
+        ),
+        _check(
+            lambda r: (
+                r.request["ResourceConfig"]["InstanceGroups"][0]
+                == {
+                    "InstanceGroupName": "data",
+                    "InstanceType": "ml.c5.9xlarge",
+                    "InstanceCount": 3,
+                }
+            )
+        ),
+    ),
+    "channels": Case(
+        fixed(
+            {
+                "channels": {
+                    "train": {"s3_uri": "s3://distinct-data/train/", "instance_groups": ["data"]},
+                    "validation": {
+                        "s3_uri": "s3://distinct-data/val/",
+                        "instance_groups": ["data"],
+                    },
+                }
+            }
+        ),
+        _check(
+            lambda r: (
+                {
+                    c["ChannelName"]: c["DataSource"]["S3DataSource"]["S3Uri"]
+                    for c in r.request["InputDataConfig"]
+                }
+                == {"train": "s3://distinct-data/train/", "validation": "s3://distinct-data/val/"}
+            )
+        ),
+    ),
+    "distribution": Case(
+        fixed(
+            {
+                "distribution": {
+                    "mpi": {
+                        "enabled": True,
+                        "processes_per_host": 3,
+                        "custom_mpi_options": "-x DISTINCT=1",
+                    },
+                    "instance_groups": ["gpu"],
+                }
+            }
+        ),
+        _check(
+            lambda r: (
+                r.hyperparameters["sagemaker_mpi_enabled"] is True
+                and r.hyperparameters["sagemaker_mpi_num_of_processes_per_host"] == 3
+                and r.hyperparameters["sagemaker_mpi_custom_mpi_options"] == "-x DISTINCT=1"
+            )
+        ),
+    ),
+    "smddp_collective": Case(
+        fixed(
+            {
+                **PYTORCH_22,
+                "distribution": {"pytorchddp": {"enabled": True}, "instance_groups": ["gpu"]},
+                "smddp_collective": "AllGather",
+            }
+        ),
+        _check(lambda r: r.request["Environment"] == {"SMDATAPARALLEL_OPTIMIZE_SDP": "true"}),
+    ),
+    "hyperparameters": Case(
+        fixed({"hyperparameters": {"distinct": 7}}),
+        _check(lambda r: r.hyperparameters["distinct"] == 7 and "epochs" not in r.hyperparameters),
+    ),
+    "environment": Case(
+        fixed({"environment": {"DISTINCT": "value"}}),
+        _check(lambda r: r.request["Environment"] == {"DISTINCT": "value"}),
+    ),
+    "subnets": Case(
+        fixed({"subnets": ["subnet-0distinct1"], "security_group_ids": ["sg-0distinct1"]}),
+        _check(lambda r: r.request["VpcConfig"]["Subnets"] == ["subnet-0distinct1"]),
+    ),
+    "security_group_ids": Case(
+        fixed({"subnets": ["subnet-0distinct1"], "security_group_ids": ["sg-0distinct1"]}),
+        _check(lambda r: r.request["VpcConfig"]["SecurityGroupIds"] == ["sg-0distinct1"]),
+    ),
+    "tags": Case(
+        fixed({"tags": [{"Key": "team", "Value": "distinct"}]}),
+        _check(lambda r: {"Key": "team", "Value": "distinct"} in r.request["Tags"]),
+    ),
+    "acknowledgments": Case(
+        fixed(
+            {
+                **PYTORCH_22,
+                "instance_groups": [
+                    {"name": "data", "instance_type": "ml.c5.18xlarge", "instance_count": 2},
+                    {"name": "gpu", "instance_type": "ml.p3dn.24xlarge", "instance_count": 2},
+                ],
+                "distribution": {"pytorchddp": {"enabled": True}, "instance_groups": ["gpu"]},
+                "acknowledgments": {"LAU-SMDDP-INSTANCE": ACK_REASON},
+            }
+        ),
+        acknowledged,
+    ),
+    "metric_definitions": Case(
+        fixed({"metric_definitions": [{"Name": "distinct:loss", "Regex": "loss=(\\S+)"}]}),
+        _check(
+            lambda r: (
+                r.request["AlgorithmSpecification"]["MetricDefinitions"]
+                == [{"Name": "distinct:loss", "Regex": "loss=(\\S+)"}]
+            )
+        ),
+    ),
+}
+
+
+def test_every_spec_file_field_is_classified() -> None:
+    """A field a spec file can carry (or TrainingSpec has) needs a case: honoured or refused."""
+    spec_fields = {f.name for f in dataclasses.fields(TrainingSpec)}
+    file_keys = set(spec_file._TOP_LEVEL)
+    # Every TrainingSpec field can be written in a spec file, and nothing else can.
+    assert file_keys - {"smddp_collective"} == spec_fields
+    assert set(CASES) == file_keys | spec_fields
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_spec_file_field_reaches_the_template_or_is_a_violation(
+    name: str, tmp_path: Path
+) -> None:
+    case = CASES[name]
+    changes = case.changes(tmp_path)
+    assert name in changes
+    if case.violation is not None:
+        with pytest.raises(SpecValidationError) as raised:
+            synthesize(tmp_path, changes)
+        assert [(v.rule, v.path) for v in raised.value.violations] == [(case.violation, name)]
+        return
+    result = synthesize(tmp_path, changes)
+    assert case.check is not None
+    case.check(result)
+
+
+def test_a_base_job_name_and_another_job_name_prefix_are_a_violation(tmp_path: Path) -> None:
+    """Both name the prefix of every job name: one of them would be ignored."""
+    data = json.loads(EXAMPLE.read_text())
+    data["source_dir"] = str(REPO / "examples" / "hetero_training")
+    data["base_job_name"] = "nightly"
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    stack = cdk.Stack(cdk.App(), "Prefix", env=cdk.Environment(region=REGION))
+    with pytest.raises(SpecValidationError) as raised:
+        HeterogeneousTrainingJob.from_spec_file(stack, "Job", path, job_name_prefix="weekly")
+    assert [(v.rule, v.path, v.value) for v in raised.value.violations] == [
+        ("CDK-BASE-JOB-NAME", "base_job_name", "nightly")
+    ]
+    assert "Prefix/Job" in str(raised.value)
+    same = HeterogeneousTrainingJob.from_spec_file(stack, "Same", path, job_name_prefix="nightly")
+    assert same.job_name_prefix == "nightly"
