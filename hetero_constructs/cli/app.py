@@ -22,7 +22,7 @@ from hetero_constructs.cli.follow import (
     EXIT_FAILED,
     EXIT_SUCCEEDED,
     FollowDisplay,
-    FollowResult,
+    LocalFollow,
     RunWatch,
     follow_run,
     stop_run,
@@ -386,19 +386,14 @@ def _run_local(
             else:
                 print_violations(bad, "the execution input (nothing was started)", out.stdout)
             return EXIT_FAILED
-        shown: list[FollowResult] = []
         show = follow if follow is not None else not json_flag
-
-        def display(clients: Any, execution_arn: str) -> None:
-            run_clients = RunClients(clients.stepfunctions, clients.sagemaker, clients.logs)
-            shown.append(follow_run(run_clients, execution_arn, out.console, poll_seconds=0.2))
-
+        display = LocalFollow(out.console)
         result = cloud.run(
             arn, execution_input, name=name, outcomes=parsed, follow=display if show else None
         )
     if json_flag:
         out.emit_json(result.to_json())
-    elif not shown:
+    elif not display.results:
         out.console.print(f"{result.status}: {result.error or ''} {result.cause or ''}".strip())
     return EXIT_SUCCEEDED if result.status == "SUCCEEDED" else EXIT_FAILED
 

@@ -421,7 +421,7 @@ class FollowDisplay:
         for job in watch.jobs:
             marker = self._job_marker(watch, job.name, job.attempt)
             grid.add_row(
-                f"job [{marker}]" if marker else "job",
+                escape(f"job [{marker}]") if marker else "job",
                 Text.assemble(job.name, " (", _styled(job.status), ")"),
             )
             if job.model_artifacts:
@@ -564,6 +564,25 @@ def follow_run(
     return FollowResult(watch.summary(), code, False)
 
 
+class LocalFollow:
+    """``follow_run`` as the local runner's follow display (``LocalCloud.run(follow=...)``).
+
+    The local runner calls it in its own thread with its clients and the execution's ARN; it
+    shows the run on ``console`` as ``hetero-train run --follow`` does, and keeps the result.
+    """
+
+    def __init__(self, console: Console, *, poll_seconds: float = 0.2) -> None:
+        self.console = console
+        self.poll_seconds = poll_seconds
+        self.results: list[FollowResult] = []
+
+    def __call__(self, clients: Any, execution_arn: str) -> None:
+        run_clients = RunClients(clients.stepfunctions, clients.sagemaker, clients.logs)
+        self.results.append(
+            follow_run(run_clients, execution_arn, self.console, poll_seconds=self.poll_seconds)
+        )
+
+
 def _poll_and_show(watch: RunWatch, display: FollowDisplay, live: Live | None) -> bool:
     update = watch.poll()
     display.show(update, watch)
@@ -578,6 +597,7 @@ __all__ = [
     "EXIT_SUCCEEDED",
     "FollowDisplay",
     "FollowResult",
+    "LocalFollow",
     "RunUpdate",
     "RunWatch",
     "StopOutcome",

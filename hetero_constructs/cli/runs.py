@@ -355,7 +355,13 @@ def read_run(
 
 
 def failure_reason(execution: Execution, jobs: list[TrainingJob]) -> str | None:
-    """Why the run failed: the last failed job's reason, else the execution's error and cause."""
+    """Why the run failed: the last failed job's reason, else the execution's error and cause.
+
+    None for a run that succeeded (a failed attempt it recovered from is no reason; each job's
+    own status still says how it ended).
+    """
+    if execution.status == "SUCCEEDED":
+        return None
     for job in reversed(jobs):
         if job.status in ("Failed", "Stopped") and job.failure_reason:
             return job.failure_reason

@@ -15,8 +15,11 @@ A stable contract that tests and users script against::
   ends otherwise, 2 for bad arguments.
 - ``--json`` prints one JSON object: ``{"status", "output", "error", "cause", "jobs": [{"name",
   "status", "instance_types", "request"}]}``, ``request`` being the exact CreateTrainingJob
-  request submitted. Without it: each job's request (full JSON), name, instance types and
-  outcome, then the execution's end. Notes (what was not simulated) go to stderr.
+  request submitted. Without it: the run as ``hetero-train run --follow`` shows it (the
+  execution's state transitions, each job's name and secondary-status transitions, its log lines
+  labelled by host and group when there are any, the end), then each job's request (full JSON),
+  name, instance types and outcome, and the execution's end. Notes (what was not simulated) go
+  to stderr.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from hetero_constructs.cli.follow import LocalFollow
+from hetero_constructs.cli.output import make_console
 from hetero_constructs.local.cloud import TERMINAL_EXECUTION, ExecutionResult, Follow, LocalCloud
 from hetero_constructs.local.training import Outcome
 
@@ -54,9 +59,10 @@ def run_template(
 ) -> ExecutionResult:
     """Deploy ``template`` into a fresh local cloud and run one execution of its state machine.
 
-    The entry point of the command line and of ``hetero-train run --local``; ``follow`` receives
-    the clients and the execution ARN (see ``cloud.Follow``). ``UsageError`` for a state machine
-    that cannot be chosen.
+    The command line's entry point (``hetero-train run --local`` uses ``LocalCloud`` itself, to
+    check the input against the deployed definition before it starts); ``follow`` receives the
+    clients and the execution ARN (see ``cloud.Follow``). ``UsageError`` for a state machine that
+    cannot be chosen.
     """
     with LocalCloud(region) as cloud:
         cloud.deploy(template)
@@ -118,9 +124,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None, *, follow: Follow | None = None) -> int:
-    """The command line; ``follow``: an optional follow display for the run."""
+    """The command line; ``follow``: the run's follow display (default: ``hetero-train run
+    --follow``'s on standard output, none with ``--json``)."""
     arguments = parser()
     args = arguments.parse_args(argv)
+    if follow is None and not args.json:
+        follow = LocalFollow(make_console(sys.stdout))
     try:
         execution_input = _input(args.input)
         outcomes = [Outcome.parse(text) for text in args.outcome]
@@ -145,6 +154,8 @@ def main(argv: Sequence[str] | None = None, *, follow: Follow | None = None) -> 
     if args.json:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
+        if isinstance(follow, LocalFollow) and follow.results:
+            print()  # the follow display above, the exact requests below
         print(report(result))
     return 0 if result.status == args.expect else 1
 

@@ -274,7 +274,8 @@ class TrainingJobs:
             job.training_end_time = job.last_modified_time = end
             seconds = int(self.job_duration.total_seconds())
             job.training_time_in_seconds = seconds
-            job.billable_time_in_seconds = seconds * _instance_count(attempt.request)
+            # Wall-clock time, as the service reports it: the bill is this times the instances.
+            job.billable_time_in_seconds = seconds
             job.secondary_status_transitions = [
                 {"Status": "Starting", "StartTime": start, "EndTime": start},
                 {"Status": "Training", "StartTime": start, "EndTime": end},

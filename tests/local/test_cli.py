@@ -1,9 +1,11 @@
-"""``python -m hetero_constructs.local``: the command line's exit codes and its --json object."""
+"""``python -m hetero_constructs.local``: the command line's exit codes, its --json object and
+the follow display it shows (``hetero-train run --follow``'s) before the exact requests."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,9 +14,34 @@ import pytest
 
 from hetero_constructs.local import main
 from tests.local.stacks import Synthesized
+from tests.synthesized import Synthesized as Example
 
 ROOT = Path(__file__).resolve().parents[2]
 CAPACITY = "Failed:CapacityError: Unable to provision requested ML compute capacity."
+CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ")
+JOB = "job       "
+
+
+def shown(text: str) -> tuple[list[str], list[str], list[str]]:
+    """The follow display's timed lines (clock removed) and its final screen; the job names of
+    the report below it."""
+    display, report = text.split("\n\ntraining job 1: ", 1)
+    names = re.findall(r"^training job \d+: (\S+)$", "training job 1: " + report, re.MULTILINE)
+    lines = display.splitlines()
+    timed = [CLOCK.sub("", line) for line in lines if CLOCK.match(line)]
+    final = lines[next(i for i, line in enumerate(lines) if line.startswith("Run ") and i) :]
+    return timed, final, names
+
+
+def job_statuses(timed: list[str], attempt: int) -> list[str]:
+    """One attempt's secondary statuses as shown (unmarked lines: one job so far, the first)."""
+    marked = re.compile(rf"^{JOB}\[attempt {attempt}\] (\w+)(: .+)?$")
+    plain = re.compile(rf"^{JOB}(Starting|Training|Completed|Failed|Stopped)(: .+)?$")
+    return [
+        match.group(1)
+        for line in timed
+        if (match := marked.match(line) or (plain.match(line) if attempt == 0 else None))
+    ]
 
 
 def test_json_lists_every_attempt_with_its_exact_request(
@@ -91,3 +118,56 @@ def test_the_module_runs_as_a_program(stacks: Synthesized) -> None:
     assert printed["output"]["answer"]["doubled"] == 8
     assert ":ap-southeast-2:" in printed["output"]["answer"]["parent"]
     assert printed["jobs"] == []
+
+
+def test_a_run_that_fails_over_is_shown_as_run_follow_shows_it(
+    example: Example, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = str(example.outdir / "HeteroTrainingExample.template.json")
+    code = main([template, "--name", "shown-1", "--outcome", CAPACITY, "--outcome", "Completed"])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Run shown-1 of hetero-example, started ")
+    timed, final, names = shown(text)
+    assert len(names) == 2 and names[0] != names[1]
+    events = [line for line in timed if line.startswith("execution ")]
+    assert events[:2] == ["execution started", 'execution entered "Run training job"']
+    assert events[-5:] == [
+        "execution task succeeded",
+        'execution left "Run training job"',
+        'execution entered "Training completed"',
+        'execution left "Training completed"',
+        "execution succeeded",
+    ]
+    assert (
+        "execution task failed: HeteroTraining.CapacityError (CapacityError: Unable to provision "
+        "requested ML compute capacity.)" in events
+    )
+    assert f"{JOB}{names[0]} created (attempt 0)" in timed
+    assert f"{JOB}{names[1]} created (attempt 1)" in timed
+    assert job_statuses(timed, 0) == ["Starting", "Training", "Failed"]
+    assert job_statuses(timed, 1) == ["Starting", "Training", "Completed"]
+    assert final[0].startswith("Run shown-1 SUCCEEDED after ")
+    rows = [line.split() for line in final[1:]]
+    assert ["job", "[attempt", "0]", names[0], "(Failed)"] in rows
+    assert ["job", "[attempt", "1]", names[1], "(Completed)"] in rows
+    assert not any(row[:2] == ["failure", "reason"] for row in rows)  # it succeeded
+    # The exact requests follow the display.
+    assert f'"TrainingJobName": "{names[1]}"' in text and "execution status: SUCCEEDED" in text
+
+
+def test_a_failed_run_is_shown_with_its_reason_and_exits_1(
+    example: Example, capsys: pytest.CaptureFixture[str]
+) -> None:
+    template = str(example.outdir / "HeteroTrainingExample.template.json")
+    failing = [template, "--name", "shown-2", "--outcome", "Failed:AlgorithmError: boom"]
+    assert main(failing) == 1
+    timed, final, (name,) = shown(capsys.readouterr().out)
+    assert 'execution entered "Training failed"' in timed
+    assert "execution failed: HeteroTraining.TrainingFailed (AlgorithmError: boom)" in timed
+    assert f"{JOB}{name} created (attempt 0)" in timed
+    assert job_statuses(timed, 0) == ["Starting", "Training", "Failed"]
+    assert final[0].startswith("Run shown-2 FAILED after ")
+    assert final[1].split() == ["job", name, "(Failed)"]
+    assert final[-1].split() == ["failure", "reason", "AlgorithmError:", "boom"]
+    assert main([*failing, "--expect", "FAILED"]) == 0

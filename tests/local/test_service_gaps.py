@@ -45,7 +45,8 @@ def test_a_job_runs_until_its_end_is_simulated(cloud: LocalCloud) -> None:
     job = sagemaker.describe_training_job(TrainingJobName="gap-job")
     assert job["TrainingJobStatus"] == "Failed"
     assert job["FailureReason"] == "CapacityError: no capacity"
-    assert job["BillableTimeInSeconds"] == 2 * 3600  # one simulated hour on two instances
+    # Wall-clock time (the bill is this times InstanceCount), not instance-seconds.
+    assert job["BillableTimeInSeconds"] == job["TrainingTimeInSeconds"] == 3600
     starting, ended = [e for e in cloud.bus.events if e["source"] == "aws.sagemaker"]
     assert starting["detail"]["TrainingJobStatus"] == "InProgress"
     assert ended["detail-type"] == "SageMaker Training Job State Change"
