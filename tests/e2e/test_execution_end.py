@@ -35,6 +35,10 @@ from tests.e2e.test_faults import Harness, _record, reconcile_passes
 #: The timed state machine's timeout: well after its job exists (its submit takes a fraction
 #: of a second here, a few seconds on a loaded machine).
 TIMEOUT_SECONDS = 6
+#: The token-timeout task's max_run (the parameter's default, which the local cloud deploys) and
+#: margin: its wait times out after their sum, 4 s (neither alone, nor "13", the two as text).
+TOKEN_MAX_RUN = 1
+TOKEN_MARGIN = 3
 
 
 class EndingStack(cdk.Stack):
@@ -67,6 +71,23 @@ class EndingStack(cdk.Stack):
             "FailingMachine",
             state_machine_name="sibling-failed",
             definition_body=sfn.DefinitionBody.from_chainable(both),
+        )
+        # A deploy-time max_run: the wait's timeout is max_run + margin, computed at run time.
+        max_run = cdk.CfnParameter(self, "MaxRun", type="Number", default=TOKEN_MAX_RUN)
+        bounded = HeterogeneousTrainingTask(
+            self,
+            "Bounded",
+            job_name_prefix="ends-bounded",
+            spec=spec(max_run=cdk.Token.as_number(max_run.value_as_number)),
+            completion_margin=cdk.Duration.seconds(TOKEN_MARGIN),
+            query_language=sfn.QueryLanguage.JSONATA,
+        )
+        sfn.StateMachine(
+            self,
+            "BoundedMachine",
+            state_machine_name="token-timeout",
+            definition_body=sfn.DefinitionBody.from_chainable(bounded),
+            query_language=sfn.QueryLanguage.JSONATA,
         )
 
 
@@ -190,5 +211,24 @@ def test_a_lost_end_event_is_made_up_by_one_reconcile_pass(
     assert cloud.training.stopped_jobs == [job]
     harness.stopped_jobs_end()
     assert harness.status(job) == "Stopped"
+    assert harness.job_items() == []
+    assert harness.reports() == []
+
+
+def test_a_token_max_run_times_the_task_out_after_max_run_plus_the_margin(
+    harness: Harness,
+) -> None:
+    cloud = harness.cloud
+    described = run_to_its_end(cloud, "token-timeout", "bounded")
+    assert (described["status"], described.get("error")) == ("FAILED", "States.Timeout")
+    history = cloud.history(described["executionArn"])
+    (entered,) = [e["timestamp"] for e in history if e["type"] == "TaskStateEntered"]
+    (timed_out,) = [e["timestamp"] for e in history if e["type"] == "TaskTimedOut"]
+    waited = (timed_out - entered).total_seconds()
+    assert TOKEN_MAX_RUN + TOKEN_MARGIN <= waited < 10, waited
+    # The execution's end stops the job the task no longer waits for.
+    (attempt,) = cloud.training.attempts
+    assert cloud.training.stopped_jobs == [attempt.name]
+    harness.stopped_jobs_end()
     assert harness.job_items() == []
     assert harness.reports() == []
