@@ -1,4 +1,4 @@
-"""HeterogeneousTrainingTask at synth: deploy-time timeouts."""
+"""HeterogeneousTrainingTask at synth: deploy-time timeouts, spec files."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 import aws_cdk as cdk
 import jsonata
 import pytest
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.assertions import Template
 
@@ -14,6 +15,7 @@ from hetero_constructs import (
     HeterogeneousTrainingJob,
     HeterogeneousTrainingTask,
     SpecValidationError,
+    bucket_uri,
 )
 from tests.cdk.templates import definitions
 from tests.cdk.test_construct import REPO, spec, stack
@@ -125,3 +127,58 @@ def test_the_construct_rules_are_in_the_catalogue() -> None:
     construct = catalogue.split("## Construct", 1)[1].split("\n## ", 1)[0]
     for rule_id in ("CDK-REGION", "CDK-TIMEOUT-TOKEN"):  # the ids the constructs raise
         assert f"| `{rule_id}` |" in construct, rule_id
+
+
+# -- from_spec_file ----------------------------------------------------------------------------
+
+
+def test_a_task_from_a_spec_file_takes_keyword_overrides_and_chains_into_a_state_machine() -> None:
+    scope = stack()
+    bucket = s3.Bucket(scope, "Data")
+    prepare = sfn.Pass(scope, "Prepare")
+    # output_path: an S3 location is the spec's; a JSONPath is the state's own.
+    train = HeterogeneousTrainingTask.from_spec_file(
+        scope,
+        "Train",
+        SPEC_FILE,
+        output_path=bucket_uri(bucket, "runs/"),
+        max_run=7200,
+        job_name_prefix="from-file",
+        result_path="$.training",
+    )
+    again = HeterogeneousTrainingTask.from_spec_file(
+        scope, "Again", str(SPEC_FILE), job_name_prefix="second-from-file", output_path="$.Attempt"
+    )
+    machine(scope, prepare.next(train).next(again))
+    definition = only_definition(scope)  # synthesizes
+
+    assert train.request["StoppingCondition"]["MaxRuntimeInSeconds"] == 7200
+    assert "${Token[" in train.request["OutputDataConfig"]["S3OutputPath"]
+    # The file's other fields: its groups, hyperparameters, role (imported, not created).
+    assert [
+        (g["InstanceType"], g["InstanceCount"])
+        for g in train.request["ResourceConfig"]["InstanceGroups"]
+    ] == [("ml.c5.18xlarge", 2), ("ml.p4d.24xlarge", 2)]
+    assert train.request["RoleArn"] == "arn:aws:iam::111122223333:role/SageMakerTraining"
+    assert again.request["OutputDataConfig"]["S3OutputPath"] == "s3://my-training-bucket/output"
+    assert again.request["StoppingCondition"]["MaxRuntimeInSeconds"] == 14400
+
+    states = definition["States"]
+    assert definition["StartAt"] == "Prepare" and states["Prepare"]["Next"] == "Train"
+    assert states["Train"]["Next"] == "Again" and states["Again"]["End"] is True
+    assert states["Train"]["ResultPath"] == "$.training"
+    assert states["Train"]["TimeoutSeconds"] == 7200 + DEFAULT_MARGIN
+    assert states["Again"]["OutputPath"] == "$.Attempt"
+    assert "OutputPath" not in states["Train"]
+
+
+@pytest.mark.parametrize(
+    ("keyword", "suggestion"),
+    [("result_pth", "did you mean 'result_path'?"), ("max_runtime", "did you mean 'max_run'?")],
+)
+def test_a_task_from_a_spec_file_refuses_an_unknown_keyword(keyword: str, suggestion: str) -> None:
+    with pytest.raises(ValueError) as raised:
+        HeterogeneousTrainingTask.from_spec_file(stack(), "Train", SPEC_FILE, **{keyword: 1})
+    message = str(raised.value)
+    assert f"from_spec_file takes no argument {keyword!r}" in message
+    assert suggestion in message
