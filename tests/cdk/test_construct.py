@@ -131,6 +131,30 @@ def test_prefixes_must_not_shadow_each_other() -> None:
         HeterogeneousTrainingJob(scope, "C", spec=spec(), job_name_prefix="bad_prefix")
 
 
+def test_prefixes_must_not_shadow_each_other_across_the_stacks_of_an_app() -> None:
+    from hetero_constructs import HeterogeneousTrainingTask
+
+    app = cdk.App()
+    env = cdk.Environment(region="us-west-2")
+    first, second = (cdk.Stack(app, name, env=env) for name in ("Nightly", "Adhoc"))
+    HeterogeneousTrainingJob(first, "Job", spec=spec(), job_name_prefix="train")
+    for prefix in ("train", "train-big"):
+        with pytest.raises(ValueError) as raised:
+            HeterogeneousTrainingJob(
+                second, f"Job{len(prefix)}", spec=spec(), job_name_prefix=prefix
+            )
+        message = str(raised.value)
+        assert message.startswith(f"Adhoc/Job{len(prefix)}/")  # the construct refused
+        assert "overlaps 'train' of Nightly/Job/" in message  # and the one it overlaps
+    # A task in a user's state machine, in the first stack, against a job in the second.
+    HeterogeneousTrainingJob(second, "Other", spec=spec(), job_name_prefix="eval")
+    with pytest.raises(ValueError, match="overlaps 'eval' of Adhoc/Other/"):
+        HeterogeneousTrainingTask(first, "Task", spec=spec(), job_name_prefix="eval-nightly")
+    # Another app is another namespace.
+    other_app_stack = cdk.Stack(cdk.App(), "Nightly", env=env)
+    HeterogeneousTrainingJob(other_app_stack, "Job", spec=spec(), job_name_prefix="train")
+
+
 def test_jobs_share_one_runner_and_get_distinct_default_prefixes() -> None:
     scope = stack()
     first = HeterogeneousTrainingJob(scope, "First", spec=spec())
