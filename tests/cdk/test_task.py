@@ -1,4 +1,4 @@
-"""HeterogeneousTrainingTask at synth: deploy-time timeouts, spec files."""
+"""HeterogeneousTrainingTask at synth: deploy-time timeouts, spec files, training-plan IAM."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from hetero_constructs import (
     SpecValidationError,
     bucket_uri,
 )
-from tests.cdk.templates import definitions
+from tests.cdk.templates import definitions, policy_statements
 from tests.cdk.test_construct import REPO, spec, stack
 
 SPEC_FILE = REPO / "examples" / "specs" / "hetero_torch_distributed.json"
@@ -182,3 +182,46 @@ def test_a_task_from_a_spec_file_refuses_an_unknown_keyword(keyword: str, sugges
     message = str(raised.value)
     assert f"from_spec_file takes no argument {keyword!r}" in message
     assert suggestion in message
+
+
+# -- training_plan_arn --------------------------------------------------------------------------
+
+PLAN = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/p5-reserved"
+
+
+def control_statements(plan: str | None) -> list[dict[str, Any]]:
+    scope = stack()
+    task = HeterogeneousTrainingTask(
+        scope, "Train", job_name_prefix="planned", spec=spec(training_plan_arn=plan)
+    )
+    machine(scope, task)
+    return policy_statements(Template.from_stack(scope).to_json(), "TrainControlRole")
+
+
+def test_a_training_plan_lets_the_control_role_create_jobs_on_it_and_describe_it() -> None:
+    with_plan = control_statements(PLAN)
+    without = control_statements(None)
+    jobs = "arn:aws:sagemaker:us-west-2:111122223333:training-job/planned-*"
+
+    (create,) = [s for s in with_plan if s["Action"] == "sagemaker:CreateTrainingJob"]
+    (create_without,) = [s for s in without if s["Action"] == "sagemaker:CreateTrainingJob"]
+    assert create["Resource"] == [jobs, PLAN]
+    assert create_without["Resource"] == jobs
+    # The same conditions: the plan adds a resource, never loosens what a job may be.
+    assert create["Condition"] == create_without["Condition"]
+    assert {k: v for k, v in create.items() if k != "Resource"} == {
+        k: v for k, v in create_without.items() if k != "Resource"
+    }
+
+    describe_plan = {
+        "Effect": "Allow",
+        "Action": "sagemaker:DescribeTrainingPlan",
+        "Resource": PLAN,
+    }
+    assert describe_plan in with_plan
+    # Nothing else changes: the same statements, but for these two.
+    assert [s for s in with_plan if s not in (create, describe_plan)] == [
+        s for s in without if s != create_without
+    ]
+    assert not any("TrainingPlan" in str(s) for s in without)
+    assert sum(PLAN in str(s) for s in with_plan) == 2
