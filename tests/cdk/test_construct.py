@@ -480,3 +480,71 @@ def test_definition_text_is_the_one_aws_cdk_lib_renders(case: str) -> None:
     assert scope.resolve(text) == scope.resolve(scope.to_json_string(definition))
     if case in ("literal", "environment-agnostic", "fractional-backoff"):
         assert json.loads(text) == definition  # written in Python, not by to_json_string
+
+
+# -- acknowledged warnings ---------------------------------------------------------------------
+
+SMDDP_REASON = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
+
+
+def smddp_on_p3dn(**changes: Any) -> TrainingSpec:
+    """SMDDP on ml.p3dn.24xlarge: the warning LAU-SMDDP-INSTANCE."""
+    return spec(
+        framework_version="2.2.0",
+        py_version="py310",
+        instance_groups=[
+            InstanceGroup("data", "ml.c5.18xlarge", 1),
+            InstanceGroup("gpu", "ml.p3dn.24xlarge", 2),
+        ],
+        distribution=DistributedTraining.pytorch_ddp(instance_group="gpu"),
+        **changes,
+    )
+
+
+def acknowledged_metadata(scope: cdk.Stack, control_role: str) -> Any:
+    template = Template.from_stack(scope).to_json()
+    (role,) = [
+        r for k, r in resources(template, "AWS::IAM::Role").items() if k.startswith(control_role)
+    ]
+    return role.get("Metadata", {}).get("hetero-constructs:acknowledged")
+
+
+def test_acknowledged_warnings_are_recorded_on_the_control_role() -> None:
+    with pytest.raises(SpecValidationError, match=r"\[LAU-SMDDP-INSTANCE\]"):
+        HeterogeneousTrainingJob(stack(), "Job", spec=smddp_on_p3dn())
+    entry = {
+        "rule": "LAU-SMDDP-INSTANCE",
+        "path": "instance_groups[1].instance_type",
+        "reason": SMDDP_REASON,
+    }
+    # In the spec, or as the construct's prop: the same record.
+    for changes, props in (
+        ({"acknowledgments": {"LAU-SMDDP-INSTANCE": SMDDP_REASON}}, {}),
+        ({}, {"acknowledgments": {"LAU-SMDDP-INSTANCE": SMDDP_REASON}}),
+    ):
+        scope = stack()
+        job = HeterogeneousTrainingJob(scope, "Job", spec=smddp_on_p3dn(**changes), **props)
+        assert [(v.rule, reason) for v, reason in job.task.acknowledged] == [
+            ("LAU-SMDDP-INSTANCE", SMDDP_REASON)
+        ]
+        assert acknowledged_metadata(scope, "JobTaskControlRole") == [entry]
+    # Nothing acknowledged, nothing recorded.
+    scope = stack()
+    HeterogeneousTrainingJob(scope, "Job", spec=spec())
+    assert acknowledged_metadata(scope, "JobTaskControlRole") is None
+
+
+def test_acknowledging_an_error_is_refused_at_synth() -> None:
+    with pytest.raises(SpecValidationError) as raised:
+        HeterogeneousTrainingJob(
+            stack(),
+            "Job",
+            spec=smddp_on_p3dn(),
+            acknowledgments={
+                "LAU-SMDDP-INSTANCE": SMDDP_REASON,
+                "API-INSTANCE-TYPE": "we know better",
+            },
+        )
+    (refused,) = raised.value.violations
+    assert (refused.rule, refused.path) == ("ACK-RULE", "acknowledgments.API-INSTANCE-TYPE")
+    assert "in Test/Job" in str(raised.value)
