@@ -40,6 +40,7 @@ from hetero_constructs.cdk.runner import (
 )
 from hetero_constructs.cdk.tokens import is_token
 from hetero_constructs.core import catalog, lifecycle, variants
+from hetero_constructs.core.construct_rules import REGION_RULE, TIMEOUT_TOKEN_RULE
 from hetero_constructs.core.context import Deployment, RuleContext
 from hetero_constructs.core.naming import sanitize_name
 from hetero_constructs.core.plan import plan
@@ -362,7 +363,9 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             "ResultPath": result_path,
             "Output": outputs,
         }
-        timeout_seconds = self._completion_seconds(spec, completion_margin, query_language)
+        timeout_seconds = self._completion_seconds(
+            spec, completion_margin, query_language, child_path(scope, construct_id)
+        )
         super().__init__(
             scope,
             construct_id,
@@ -497,7 +500,10 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
 
     @staticmethod
     def _completion_seconds(
-        spec: TrainingSpec, margin: Duration | None, query_language: sfn.QueryLanguage | None
+        spec: TrainingSpec,
+        margin: Duration | None,
+        query_language: sfn.QueryLanguage | None,
+        where: str,
     ) -> int | str:
         """The wait's timeout: the longest the job may take plus the margin.
 
@@ -512,7 +518,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             raise SpecValidationError(
                 [
                     Violation(
-                        "CDK-TIMEOUT-TOKEN",
+                        TIMEOUT_TOKEN_RULE,
                         "max_wait" if spec.use_spot_instances and spec.max_wait else "max_run",
                         "The maximum runtime is a deploy-time value: a JSONPath task cannot add "
                         "the completion margin to it.",
@@ -521,7 +527,8 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
                         "pass query_language=sfn.QueryLanguage.JSONATA (the timeout becomes a "
                         "JSONata expression), or a number",
                     )
-                ]
+                ],
+                scope=where,
             )
         return f"{{% {Token.as_string(longest)} + {seconds} %}}"
 
@@ -622,7 +629,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             return []
         return [
             Violation(
-                "CDK-REGION",
+                REGION_RULE,
                 "region",
                 "The spec names another region than its stack's.",
                 spec.region,

@@ -186,6 +186,7 @@ def plan(
 @json_option
 def rules(json_flag: bool) -> int:
     """Print the rule catalogue (the text of docs/rules.md)."""
+    from hetero_constructs.core.construct_rules import CONSTRUCT_RULES
     from hetero_constructs.core.overrides import OVERRIDE_RULES
     from hetero_constructs.core.rules import RULES
     from hetero_constructs.core.rules.docs import render
@@ -202,6 +203,10 @@ def rules(json_flag: bool) -> int:
     catalogue += [
         {"id": rule_id, "topic": "execution-input", "title": text, "source": "this library"}
         for rule_id, text in OVERRIDE_RULES
+    ]
+    catalogue += [
+        {"id": rule_id, "topic": "construct", "title": text, "source": source}
+        for rule_id, text, source in CONSTRUCT_RULES
     ]
     catalogue += [
         {

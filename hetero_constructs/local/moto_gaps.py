@@ -18,6 +18,10 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
 - StopExecution: the execution is ``ABORTED`` at once with its ``ExecutionAborted`` event (moto
   leaves it ``RUNNING`` until a waiting task returns, then records the task's failure); its task
   tokens answer ``TaskDoesNotExist``; the error and cause given are kept.
+- An execution that times out or fails while a task waits on its token (a Parallel branch):
+  the task is closed too, its token answers ``TaskDoesNotExist`` and nothing is recorded after
+  the execution's end (moto keeps the task waiting, records a late report's TaskFailed and
+  ExecutionFailed after the end, and records ``ExecutionTimedOut`` only when the task returns).
 - Each attempt of a retried callback task gets a new task token (moto reuses the first, so a
   retry fails at once with the previous attempt's outcome).
 - SendTaskFailure keeps its cause (moto drops it); SendTaskSuccess to a stopped execution's
@@ -325,7 +329,6 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
         ExecutionStatus,
         HistoryEventType,
     )
-    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerLeft
     from moto.stepfunctions.parser.asl.eval.environment import Environment
     from moto.stepfunctions.parser.backend.execution import Execution
     from moto.stepfunctions.responses import StepFunctionResponse
@@ -340,8 +343,6 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
         stop(execution, stop_date=stop_date, error=error or None, cause=cause or None)
         env = execution.exec_worker.env if execution.exec_worker else None
         if env is not None:
-            manager = env.event_manager
-            add_event = manager.add_event
             env.event_history_context.source_event_id = 0
             details = ExecutionAbortedEventDetails()
             if error:
@@ -349,16 +350,7 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
             if cause:
                 details["cause"] = cause
             aborted: Any = {"executionAbortedEventDetails": details}
-            add_event(
-                context=env.event_history_context,
-                event_type=HistoryEventType.ExecutionAborted,
-                event_details=aborted,
-            )
-            # The service records nothing after ExecutionAborted.
-            manager.add_event = lambda *args, **kwargs: 0
-            for endpoint in list(env.callback_pool_manager._pool.values()):
-                endpoint.report(CallbackConsumerLeft())
-                endpoint.interrupt_all()
+            _close(env, HistoryEventType.ExecutionAborted, aborted)
         execution.exec_status = ExecutionStatus.ABORTED
         execution.stop_date = stop_date
         if error:
@@ -369,8 +361,8 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
 
     patches.replace(Execution, "stop", stop_at_once)
 
-    # A stopped program stays stopped: a Catch reached while it winds down must not turn it
-    # into FAILED (moto's set_error overwrites any state).
+    # A stopped (or timed-out) program stays so: a Catch reached while it winds down must not
+    # turn it into FAILED (moto's set_error overwrites any state).
     for name in ("set_error", "set_timed_out", "set_ended"):
         patches.replace(Environment, name, _unless_stopped(getattr(Environment, name)))
 
@@ -391,13 +383,43 @@ def _stop_execution(patches: Patches, report: _StatusReporter) -> None:
 
 
 def _unless_stopped(method: Callable[..., None]) -> Callable[..., None]:
-    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramStopped, ProgramTimedOut
 
     def guarded(env: Any, *args: Any, **kwargs: Any) -> None:
-        if not isinstance(env._program_state, ProgramStopped):
+        if not isinstance(env._program_state, ProgramStopped | ProgramTimedOut):
             method(env, *args, **kwargs)
 
     return guarded
+
+
+def _close(env: Any, event_type: Any = None, event_details: Any = None) -> None:
+    """An execution has ended: record its last event (``event_type``, unless it is already the
+    last one), record nothing after it, and close its waiting tasks (their tokens answer
+    TaskDoesNotExist), as the service does. moto leaves a task of a stopped, timed-out or failed
+    execution waiting: a late SendTaskFailure is accepted and appends TaskFailed and
+    ExecutionFailed events after the execution's end."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackConsumerLeft
+
+    manager = env.event_manager
+    with _closing:
+        if getattr(manager, "closed", False):
+            return
+        if event_type is not None:
+            history = manager.get_event_history()
+            if not history or history[-1].get("type") != event_type:
+                manager.add_event(
+                    context=env.event_history_context,
+                    event_type=event_type,
+                    event_details=event_details,
+                )
+        manager.add_event = lambda *args, **kwargs: 0
+        manager.closed = True
+    for endpoint in list(env.callback_pool_manager._pool.values()):
+        endpoint.report(CallbackConsumerLeft())
+        endpoint.interrupt_all()
+
+
+_closing = threading.Lock()
 
 
 class _StatusReporter:
@@ -422,6 +444,7 @@ class _StatusReporter:
 
 
 def _status_changes(patches: Patches, report: _StatusReporter) -> None:
+    from moto.stepfunctions.parser.api import ExecutionTimedOutEventDetails, HistoryEventType
     from moto.stepfunctions.parser.backend import execution as module
 
     start = module.Execution.start
@@ -439,7 +462,16 @@ def _status_changes(patches: Patches, report: _StatusReporter) -> None:
         terminated(communication)
         if aborted:  # keep the time StopExecution was answered
             execution.stop_date = stop_date
-        report(execution, str(execution.exec_status.value))
+        status = str(execution.exec_status.value)
+        env = execution.exec_worker.env if execution.exec_worker else None
+        if env is not None and status == "TIMED_OUT":
+            # moto records ExecutionTimedOut only once the waiting state returns (never, for a
+            # task waiting on its token): the service records it at the timeout.
+            timed_out: Any = {"executionTimedOutEventDetails": ExecutionTimedOutEventDetails()}
+            _close(env, HistoryEventType.ExecutionTimedOut, timed_out)
+        elif env is not None and status == "FAILED":
+            _close(env)  # ExecutionFailed is recorded; a Parallel's other branches may wait
+        report(execution, status)
 
     patches.replace(module.Execution, "start", start_reporting)
     patches.replace(module.BaseExecutionWorkerCommunication, "terminated", terminated_reporting)

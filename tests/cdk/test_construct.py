@@ -131,6 +131,30 @@ def test_prefixes_must_not_shadow_each_other() -> None:
         HeterogeneousTrainingJob(scope, "C", spec=spec(), job_name_prefix="bad_prefix")
 
 
+def test_prefixes_must_not_shadow_each_other_across_the_stacks_of_an_app() -> None:
+    from hetero_constructs import HeterogeneousTrainingTask
+
+    app = cdk.App()
+    env = cdk.Environment(region="us-west-2")
+    first, second = (cdk.Stack(app, name, env=env) for name in ("Nightly", "Adhoc"))
+    HeterogeneousTrainingJob(first, "Job", spec=spec(), job_name_prefix="train")
+    for prefix in ("train", "train-big"):
+        with pytest.raises(ValueError) as raised:
+            HeterogeneousTrainingJob(
+                second, f"Job{len(prefix)}", spec=spec(), job_name_prefix=prefix
+            )
+        message = str(raised.value)
+        assert message.startswith(f"Adhoc/Job{len(prefix)}/")  # the construct refused
+        assert "overlaps 'train' of Nightly/Job/" in message  # and the one it overlaps
+    # A task in a user's state machine, in the first stack, against a job in the second.
+    HeterogeneousTrainingJob(second, "Other", spec=spec(), job_name_prefix="eval")
+    with pytest.raises(ValueError, match="overlaps 'eval' of Adhoc/Other/"):
+        HeterogeneousTrainingTask(first, "Task", spec=spec(), job_name_prefix="eval-nightly")
+    # Another app is another namespace.
+    other_app_stack = cdk.Stack(cdk.App(), "Nightly", env=env)
+    HeterogeneousTrainingJob(other_app_stack, "Job", spec=spec(), job_name_prefix="train")
+
+
 def test_jobs_share_one_runner_and_get_distinct_default_prefixes() -> None:
     scope = stack()
     first = HeterogeneousTrainingJob(scope, "First", spec=spec())
@@ -456,3 +480,71 @@ def test_definition_text_is_the_one_aws_cdk_lib_renders(case: str) -> None:
     assert scope.resolve(text) == scope.resolve(scope.to_json_string(definition))
     if case in ("literal", "environment-agnostic", "fractional-backoff"):
         assert json.loads(text) == definition  # written in Python, not by to_json_string
+
+
+# -- acknowledged warnings ---------------------------------------------------------------------
+
+SMDDP_REASON = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
+
+
+def smddp_on_p3dn(**changes: Any) -> TrainingSpec:
+    """SMDDP on ml.p3dn.24xlarge: the warning LAU-SMDDP-INSTANCE."""
+    return spec(
+        framework_version="2.2.0",
+        py_version="py310",
+        instance_groups=[
+            InstanceGroup("data", "ml.c5.18xlarge", 1),
+            InstanceGroup("gpu", "ml.p3dn.24xlarge", 2),
+        ],
+        distribution=DistributedTraining.pytorch_ddp(instance_group="gpu"),
+        **changes,
+    )
+
+
+def acknowledged_metadata(scope: cdk.Stack, control_role: str) -> Any:
+    template = Template.from_stack(scope).to_json()
+    (role,) = [
+        r for k, r in resources(template, "AWS::IAM::Role").items() if k.startswith(control_role)
+    ]
+    return role.get("Metadata", {}).get("hetero-constructs:acknowledged")
+
+
+def test_acknowledged_warnings_are_recorded_on_the_control_role() -> None:
+    with pytest.raises(SpecValidationError, match=r"\[LAU-SMDDP-INSTANCE\]"):
+        HeterogeneousTrainingJob(stack(), "Job", spec=smddp_on_p3dn())
+    entry = {
+        "rule": "LAU-SMDDP-INSTANCE",
+        "path": "instance_groups[1].instance_type",
+        "reason": SMDDP_REASON,
+    }
+    # In the spec, or as the construct's prop: the same record.
+    for changes, props in (
+        ({"acknowledgments": {"LAU-SMDDP-INSTANCE": SMDDP_REASON}}, {}),
+        ({}, {"acknowledgments": {"LAU-SMDDP-INSTANCE": SMDDP_REASON}}),
+    ):
+        scope = stack()
+        job = HeterogeneousTrainingJob(scope, "Job", spec=smddp_on_p3dn(**changes), **props)
+        assert [(v.rule, reason) for v, reason in job.task.acknowledged] == [
+            ("LAU-SMDDP-INSTANCE", SMDDP_REASON)
+        ]
+        assert acknowledged_metadata(scope, "JobTaskControlRole") == [entry]
+    # Nothing acknowledged, nothing recorded.
+    scope = stack()
+    HeterogeneousTrainingJob(scope, "Job", spec=spec())
+    assert acknowledged_metadata(scope, "JobTaskControlRole") is None
+
+
+def test_acknowledging_an_error_is_refused_at_synth() -> None:
+    with pytest.raises(SpecValidationError) as raised:
+        HeterogeneousTrainingJob(
+            stack(),
+            "Job",
+            spec=smddp_on_p3dn(),
+            acknowledgments={
+                "LAU-SMDDP-INSTANCE": SMDDP_REASON,
+                "API-INSTANCE-TYPE": "we know better",
+            },
+        )
+    (refused,) = raised.value.violations
+    assert (refused.rule, refused.path) == ("ACK-RULE", "acknowledgments.API-INSTANCE-TYPE")
+    assert "in Test/Job" in str(raised.value)

@@ -154,6 +154,7 @@ def test_rules_print_the_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "--json"], out=out) == 0
     ids = [rule["id"] for rule in json.loads(out.getvalue())["rules"]]
     assert "SPEC-FILE" in ids and "OVERRIDE-CHANNEL" in ids and "API-JOB-NAME" in ids
+    assert "CDK-REGION" in ids and "CDK-TIMEOUT-TOKEN" in ids
     assert len(ids) == len(set(ids))
 
 

@@ -10,6 +10,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hetero_constructs.cli import main, timestamped_job_name
 from hetero_constructs.core.service_model import botocore_validation_errors
 from tests.core.specs import spec_dict
@@ -90,3 +92,59 @@ def test_console_script_runs_the_example() -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["HyperParameters"]["sagemaker_distribution_instance_groups"]
+
+
+# -- acknowledged warnings ----------------------------------------------------------------------
+
+#: SMDDP on ml.p3dn.24xlarge: a warning (the SDK lists the type, the SMDDP guide does not).
+SMDDP_ON_P3DN = spec_dict(
+    {"framework_version": "2.2.0", "py_version": "py310"},
+    {
+        "instance_groups": [
+            {"name": "data", "instance_type": "ml.c5.18xlarge", "instance_count": 2},
+            {"name": "gpu", "instance_type": "ml.p3dn.24xlarge", "instance_count": 2},
+        ],
+        "distribution": {"pytorchddp": {"enabled": True}, "instance_groups": ["gpu"]},
+    },
+)
+REASON = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
+
+
+def test_plan_lists_the_acknowledged_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, text = run(tmp_path, SMDDP_ON_P3DN, "--json")
+    assert code == 1  # unacknowledged, the warning stops the request
+    assert [v["rule"] for v in json.loads(text)["violations"]] == ["LAU-SMDDP-INSTANCE"]
+
+    acknowledged = {**SMDDP_ON_P3DN, "acknowledgments": {"LAU-SMDDP-INSTANCE": REASON}}
+    code, text = run(tmp_path, acknowledged, "--json")
+    assert code == 0, text
+    result = json.loads(text)
+    assert set(result) == {"request", "acknowledged"}
+    ((item),) = result["acknowledged"]
+    assert (item["rule"], item["path"], item["reason"]) == (
+        "LAU-SMDDP-INSTANCE",
+        "instance_groups[1].instance_type",
+        REASON,
+    )
+    assert item["severity"] == "warning" and "ml.p3dn.24xlarge" in item["message"]
+
+    capsys.readouterr()
+    code, text = run(tmp_path, acknowledged)
+    assert code == 0 and json.loads(text)["ResourceConfig"]  # stdout: the request alone
+    notes = capsys.readouterr().err
+    assert (
+        "note: acknowledged warning [LAU-SMDDP-INSTANCE] instance_groups[1].instance_type: "
+        + REASON
+    ) in notes
+
+
+def test_plan_refuses_to_acknowledge_an_error(tmp_path: Path) -> None:
+    data = {**SMDDP_ON_P3DN, "acknowledgments": {"API-INSTANCE-TYPE": REASON}}
+    code, text = run(tmp_path, data, "--json")
+    assert code == 1
+    violations = {v["rule"]: v for v in json.loads(text)["violations"]}
+    assert set(violations) == {"ACK-RULE", "LAU-SMDDP-INSTANCE"}  # nothing acknowledged
+    assert violations["ACK-RULE"]["path"] == "acknowledgments.API-INSTANCE-TYPE"
+    assert "is an error" in violations["ACK-RULE"]["message"]

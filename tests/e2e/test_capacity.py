@@ -99,6 +99,31 @@ def test_a_training_failure_is_not_retried(cloud: tuple[LocalCloud, str]) -> Non
     assert len(result.submitted_requests) == 1
 
 
+def test_a_spot_job_stopped_at_max_wait_fails_over_as_a_capacity_failure(
+    cloud: tuple[LocalCloud, str],
+) -> None:
+    # Spot: SageMaker stops a job that found no capacity within MaxWaitTimeInSeconds. (A job
+    # stopped while pending for capacity, MaxPendingTimeInSeconds, cannot be scripted: the local
+    # runner ends every job through Training; tests/core/test_lifecycle.py covers that case.)
+    local, machine = cloud
+    result = local.run(
+        machine, {}, name="max-wait", outcomes=["Stopped:MaxWaitTimeExceeded", "Completed"]
+    )
+    assert result.status == "SUCCEEDED", result.cause
+    assert [groups_of(r)["gpu"] for r in result.submitted_requests] == [
+        ("ml.p5.48xlarge", 2),
+        ("ml.p4de.24xlarge", 2),
+    ]
+    assert result.output["Variant"] == 1
+
+
+def test_a_job_stopped_by_someone_else_is_not_retried(cloud: tuple[LocalCloud, str]) -> None:
+    local, machine = cloud
+    result = local.run(machine, {}, name="stopped", outcomes=["Stopped"])
+    assert (result.status, result.error) == ("FAILED", TrainingErrors.STOPPED)
+    assert len(result.submitted_requests) == 1
+
+
 def test_resource_limit_at_submit_is_retried_with_backoff(cloud: tuple[LocalCloud, str]) -> None:
     local, machine = cloud
     result = local.run(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from hetero_constructs.core.construct_rules import CONSTRUCT_RULES
 from hetero_constructs.core.overrides import OVERRIDE_RULES
 from hetero_constructs.core.rules import RULES, TOPICS
 from hetero_constructs.core.spec_file import SPEC_FILE_RULES
@@ -43,6 +44,12 @@ def render() -> str:
     lines.append("| --- | --- |")
     for rule_id, text in OVERRIDE_RULES:
         lines.append(f"| `{rule_id}` | {text} |")
+    lines.append("")
+    lines.append("## Construct (checked at synth by the constructs, with the stack in view)\n")
+    lines.append("| Id | Checks | Source |")
+    lines.append("| --- | --- | --- |")
+    for rule_id, text, source in CONSTRUCT_RULES:
+        lines.append(f"| `{rule_id}` | {text} | {source} |")
     lines.append("")
     for topic in TOPICS:
         name = topic.__name__.rsplit(".", 1)[-1]
