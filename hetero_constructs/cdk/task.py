@@ -40,7 +40,12 @@ from hetero_constructs.cdk.runner import (
 )
 from hetero_constructs.cdk.tokens import is_token
 from hetero_constructs.core import catalog, lifecycle, variants
-from hetero_constructs.core.construct_rules import REGION_RULE, TIMEOUT_TOKEN_RULE
+from hetero_constructs.core.construct_rules import (
+    BASE_JOB_NAME_RULE,
+    JOB_NAME_RULE,
+    REGION_RULE,
+    TIMEOUT_TOKEN_RULE,
+)
 from hetero_constructs.core.context import Deployment, RuleContext
 from hetero_constructs.core.naming import sanitize_name
 from hetero_constructs.core.plan import plan
@@ -146,7 +151,7 @@ def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
     if spec.job_name is not None:
         violations.append(
             Violation(
-                "CDK-JOB-NAME",
+                JOB_NAME_RULE,
                 "job_name",
                 "A job_name names one training job, but the state machine starts a job per "
                 f"run, each named '{prefix}-...' (a fixed name would be refused from the "
@@ -159,7 +164,7 @@ def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
     if spec.base_job_name is not None and spec.base_job_name != prefix:
         violations.append(
             Violation(
-                "CDK-BASE-JOB-NAME",
+                BASE_JOB_NAME_RULE,
                 "base_job_name",
                 "The spec's base_job_name is not the construct's job_name_prefix; both name "
                 "the prefix of every job name.",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 REGION_RULE = "CDK-REGION"
 TIMEOUT_TOKEN_RULE = "CDK-TIMEOUT-TOKEN"
+JOB_NAME_RULE = "CDK-JOB-NAME"
+BASE_JOB_NAME_RULE = "CDK-BASE-JOB-NAME"
 
 # (id, what it checks, source), for the catalogue.
 CONSTRUCT_RULES = (
@@ -26,5 +28,19 @@ CONSTRUCT_RULES = (
         "arithmetic. `HeterogeneousTrainingJob` makes its state machine JSONata by itself. "
         "Fix: `query_language=sfn.QueryLanguage.JSONATA`, or a number.",
         "Step Functions: TimeoutSeconds / TimeoutSecondsPath",
+    ),
+    (
+        JOB_NAME_RULE,
+        "A spec has no `job_name`: the state machine starts a job per run, each named from "
+        "the job-name prefix and the run, so one fixed name would be refused from the second "
+        "run on. Fix: replace `job_name` with `base_job_name` (or the `job_name_prefix` prop).",
+        "CreateTrainingJob: TrainingJobName is unique per account and region",
+    ),
+    (
+        BASE_JOB_NAME_RULE,
+        "A spec's `base_job_name` becomes the construct's job-name prefix; given together with "
+        "a different `job_name_prefix` prop, the two disagree on the prefix of every job name. "
+        "Fix: give the prefix once.",
+        "SDK v2 estimator.py (base_job_name prefixes every job name)",
     ),
 )
