@@ -81,6 +81,17 @@ class Harness:
             if attempt.status == "Stopping":
                 self.cloud.end_training_job(attempt.name)
 
+    def orphan_is_stopped_by_one_reconcile_pass(self, job: str) -> None:
+        """``job`` runs on with nobody waiting; one reconciler pass stops it, nothing is left."""
+        assert self.status(job) == "InProgress"
+        assert self.job_items() == [f"job#{job}"]
+        self.reconcile()
+        assert self.cloud.training.stopped_jobs == [job]
+        self.stopped_jobs_end()
+        assert self.status(job) == "Stopped"
+        assert self.job_items() == []
+        assert self.reports() == []
+
     def after(self, service: str, operation: str, count: int, then: Callable[[], Any]) -> None:
         """Call ``then`` once, after the ``count``-th call of ``operation`` by any handler."""
         seen = [0]
@@ -184,14 +195,7 @@ def test_stop_during_submit_missed_by_the_submit_is_stopped_by_one_reconcile_pas
     result = harness.run("stop-missed")
     assert result.status == "ABORTED"
     (job,) = created(result)
-    assert harness.status(job) == "InProgress"
-    assert harness.job_items() == [f"job#{job}"]
-    harness.reconcile()
-    assert cloud.training.stopped_jobs == [job]
-    harness.stopped_jobs_end()
-    assert harness.status(job) == "Stopped"
-    assert harness.job_items() == []
-    assert harness.reports() == []
+    harness.orphan_is_stopped_by_one_reconcile_pass(job)
 
 
 # -- every event dropped: the reconciler alone finishes every run --------------------------------
