@@ -6,7 +6,11 @@ asset, channel, output, stopping condition, logging, tracing, retries and alarms
 figures of this run (construction and ``app.synth`` apart, medians of interleaved rounds with
 the order alternated); the last lines are ``synth ratio ours/builtin: X.XX`` for each stack size
 and ``jsii calls per job: ours N, builtin M`` (kernel requests: (at 20 jobs - at 1) / 19).
-Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20 40] [--rounds 9]``.
+``--without-cfn-validation`` first measures both sides again with aws-cdk-lib's built-in
+CloudFormation validation off (``App(builtin_cloud_formation_validation=False)``), to show what
+that validation costs each side; the final lines always measure the default, validation on.
+Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20 40] [--rounds 9]
+[--without-cfn-validation]``.
 """
 
 from __future__ import annotations
@@ -163,10 +167,15 @@ class JsiiCalls:
         node_process.send = counted  # type: ignore[method-assign,assignment]
 
 
-def synth_seconds(add_job: Callable[[cdk.Stack, int], None], jobs: int) -> tuple[float, float]:
+def synth_seconds(
+    add_job: Callable[[cdk.Stack, int], None], jobs: int, *, cfn_validation: bool = True
+) -> tuple[float, float]:
     """Construction and ``app.synth`` of one stack with ``jobs`` jobs, in seconds."""
     start = time.perf_counter()
-    app = cdk.App(outdir=tempfile.mkdtemp(prefix="bench-cdk-"))
+    app = cdk.App(
+        outdir=tempfile.mkdtemp(prefix="bench-cdk-"),
+        builtin_cloud_formation_validation=cfn_validation,
+    )
     stack = cdk.Stack(app, "Bench", env=ENV)
     for index in range(jobs):
         add_job(stack, index)
@@ -189,15 +198,16 @@ SIDES: dict[str, Callable[[cdk.Stack, int], None]] = {"ours": ours, "builtin": b
 LABELS = {"ours": "hetero-constructs", "builtin": "SageMakerCreateTrainingJob"}
 
 
-def measure(jobs: int, rounds: int) -> float:
+def measure(jobs: int, rounds: int, *, cfn_validation: bool = True) -> float:
     """Interleaved rounds, the order alternated; prints the medians, returns the ratio."""
     timings: dict[str, list[tuple[float, float]]] = {side: [] for side in SIDES}
     for round_index in range(rounds):
         order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
         for side in order:
-            timings[side].append(synth_seconds(SIDES[side], jobs))
+            timings[side].append(synth_seconds(SIDES[side], jobs, cfn_validation=cfn_validation))
     totals = {}
-    print(f"jobs per stack: {jobs}, rounds: {rounds} (interleaved, order alternated)")
+    validation = "" if cfn_validation else ", aws-cdk-lib's CloudFormation validation off"
+    print(f"jobs per stack: {jobs}, rounds: {rounds} (interleaved, order alternated{validation})")
     for side, runs in timings.items():
         construct = statistics.median(c for c, _ in runs)
         synth = statistics.median(s for _, s in runs)
@@ -213,11 +223,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, nargs="+", default=[20, 40])
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument(
+        "--without-cfn-validation",
+        action="store_true",
+        help="also measure with aws-cdk-lib's built-in CloudFormation validation off",
+    )
     args = parser.parse_args()
     calls = JsiiCalls()
     synth_seconds(ours, 1)  # warm up jsii and the caches of both paths
     synth_seconds(builtin, 1)
     per_job = {side: calls_per_job(add_job, calls) for side, add_job in SIDES.items()}
+    if args.without_cfn_validation:
+        for jobs in args.jobs:
+            ratio = measure(jobs, args.rounds, cfn_validation=False)
+            print(f"ratio without aws-cdk-lib's CloudFormation validation: {ratio:.2f}")
     ratios = {jobs: measure(jobs, args.rounds) for jobs in args.jobs}
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for jobs, ratio in ratios.items():
