@@ -192,6 +192,7 @@ _DISTRIBUTION_KEYS = frozenset(
 _SMDISTRIBUTED_KEYS = frozenset({"dataparallel", "modelparallel"})
 _MODEL_PARALLEL_KEYS = frozenset({"enabled", "parameters"})
 _TAG_KEYS = frozenset({"Key", "Value"})
+_METRIC_KEYS = frozenset({"Name", "Regex"})
 
 T = TypeVar("T")
 
@@ -617,7 +618,7 @@ def _metrics(reader: _Reader, value: Any) -> tuple[MetricDefinition, ...]:
     metrics = []
     for index, raw in enumerate(reader.sequence("metric_definitions", value)):
         path = f"metric_definitions[{index}]"
-        item = reader.mapping(path, raw, frozenset({"Name", "Regex"}))
+        item = reader.mapping(path, raw, _METRIC_KEYS)
         metric = reader.build(
             path, MetricDefinition, name=item.get("Name"), regex=item.get("Regex")
         )
