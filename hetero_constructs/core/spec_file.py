@@ -110,7 +110,9 @@ SPEC_FILE_RULES = (
     (
         "SPEC-LAUNCHER-ENABLED",
         "Every launcher in `distribution` says `enabled: true` or `false` "
-        "(the SDK treats a missing `enabled` as false and silently drops the launcher).",
+        "(the SDK treats a missing `enabled` as false and silently drops the launcher); "
+        "a launcher or `smdistributed.modelparallel` with `enabled: false` carries no other "
+        "options (they would be silently ignored).",
         "SDK v2 estimator.py",
     ),
 )
@@ -192,6 +194,7 @@ _DISTRIBUTION_KEYS = frozenset(
 _SMDISTRIBUTED_KEYS = frozenset({"dataparallel", "modelparallel"})
 _MODEL_PARALLEL_KEYS = frozenset({"enabled", "parameters"})
 _TAG_KEYS = frozenset({"Key", "Value"})
+_METRIC_KEYS = frozenset({"Name", "Regex"})
 
 T = TypeVar("T")
 
@@ -465,6 +468,7 @@ def _launcher(reader: _Reader, path: str, kind: Launcher, raw: Any) -> LauncherC
         )
         return None
     if not enabled:
+        _disabled_options(reader, path, options, _LAUNCHER_KEYS, "launcher")
         return None
     return reader.build(
         path,
@@ -534,11 +538,26 @@ def _model_parallel(reader: _Reader, value: Any) -> Mapping[str, Any] | None:
             f'set "enabled": true under {path}',
         )
         return None
-    return (
-        reader.mapping(f"{path}.parameters", options.get("parameters", {}), None)
-        if enabled
-        else None
-    )
+    if not enabled:
+        _disabled_options(reader, path, options, _MODEL_PARALLEL_KEYS, "model parallelism")
+        return None
+    return reader.mapping(f"{path}.parameters", options.get("parameters", {}), None)
+
+
+def _disabled_options(
+    reader: _Reader, path: str, options: Mapping[str, Any], keys: frozenset[str], what: str
+) -> None:
+    """Options under ``enabled: false`` would be silently ignored: each is a violation."""
+    for key in options:
+        if key in keys - {"enabled"}:  # an unknown key is reported as one already
+            reader.problem(
+                "SPEC-LAUNCHER-ENABLED",
+                f"{path}.{key}",
+                f"The {what} is disabled (enabled: false), so this option would be ignored.",
+                options[key],
+                "options only under enabled: true",
+                f'remove {key}, or set "enabled": true under {path}',
+            )
 
 
 def _collectives(reader: _Reader, value: Any) -> tuple[SmddpCollective, ...]:
@@ -617,7 +636,7 @@ def _metrics(reader: _Reader, value: Any) -> tuple[MetricDefinition, ...]:
     metrics = []
     for index, raw in enumerate(reader.sequence("metric_definitions", value)):
         path = f"metric_definitions[{index}]"
-        item = reader.mapping(path, raw, frozenset({"Name", "Regex"}))
+        item = reader.mapping(path, raw, _METRIC_KEYS)
         metric = reader.build(
             path, MetricDefinition, name=item.get("Name"), regex=item.get("Regex")
         )

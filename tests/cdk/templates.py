@@ -83,7 +83,11 @@ def policy_statements(template: dict[str, Any], role_prefix: str) -> list[dict[s
             for inline in role["Properties"].get("Policies", []):
                 statements.extend(inline["PolicyDocument"]["Statement"])
     for policy in resources(template, "AWS::IAM::Policy").values():
-        roles = [r.get("Ref", "") for r in policy["Properties"].get("Roles", [])]
+        # A role is a Ref to one in the stack, or the name of an imported one.
+        roles = [
+            r.get("Ref", "") if isinstance(r, dict) else r
+            for r in policy["Properties"].get("Roles", [])
+        ]
         if any(r.startswith(role_prefix) for r in roles):
             statements.extend(policy["Properties"]["PolicyDocument"]["Statement"])
     return literal(statements, template)  # type: ignore[no-any-return]

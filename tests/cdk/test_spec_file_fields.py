@@ -28,9 +28,18 @@ from hetero_constructs import HeterogeneousTrainingJob, SpecValidationError
 from hetero_constructs.core import spec_file
 from hetero_constructs.core.context import Deployment
 from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.core.spec import (
+    DistributedTraining,
+    InstanceFallback,
+    InstanceGroup,
+    Launcher,
+    LauncherConfig,
+    MetricDefinition,
+    TrainingChannel,
+    TrainingSpec,
+)
 from hetero_constructs.core.spec_file import spec_from_dict
-from tests.cdk.templates import definitions, resources
+from tests.cdk.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "specs" / "hetero_torch_distributed.json"
@@ -62,6 +71,18 @@ class Synthesized:
     def hyperparameters(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self.request["HyperParameters"].items()}
 
+    def variant_request(self, variant: int) -> dict[str, Any]:
+        """The request of a fallback variant, as the submit Lambda plans it after failures."""
+        return _planned(self.payload, variant)
+
+
+def _planned(payload: dict[str, Any], variant: int | None = None) -> dict[str, Any]:
+    # What the submit Lambda does with the payload (lambda/submit.py prepare, no overrides).
+    deployment = Deployment(job_name=f"{payload['jobNamePrefix']}-run", **payload["deployment"])
+    planned = plan(spec_from_dict(payload["spec"]), deployment, variant=variant)
+    assert planned.request is not None, planned.violations
+    return planned.request
+
 
 def synthesize(tmp_path: Path, changes: dict[str, Any]) -> Synthesized:
     data = json.loads(EXAMPLE.read_text())
@@ -80,12 +101,8 @@ def synthesize(tmp_path: Path, changes: dict[str, Any]) -> Synthesized:
     template = app.synth().get_stack_by_name("Fields").template
     ((logical_id, definition),) = definitions(template).items()
     payload = definition["States"]["Run training job"]["Parameters"]["Payload"]
-    # What the submit Lambda does with it (lambda/submit.py prepare, without overrides).
-    deployment = Deployment(job_name=f"{payload['jobNamePrefix']}-run", **payload["deployment"])
-    planned = plan(spec_from_dict(payload["spec"]), deployment)
-    assert planned.request is not None, planned.violations
     machine = template["Resources"][logical_id]["Properties"]
-    return Synthesized(outdir, template, machine, payload, planned.request)
+    return Synthesized(outdir, template, machine, payload, _planned(payload))
 
 
 def code_files(result: Synthesized) -> dict[str, bytes]:
@@ -463,3 +480,436 @@ def test_a_base_job_name_and_another_job_name_prefix_are_a_violation(tmp_path: P
     assert "Prefix/Job" in str(raised.value)
     same = HeterogeneousTrainingJob.from_spec_file(stack, "Same", path, job_name_prefix="nightly")
     assert same.job_name_prefix == "nightly"
+
+
+# -- Nested keys: each key of each mapping a spec file nests, honoured or a violation ----------
+#
+# The mappings and their keys come from the reader (spec_file's ``_..._KEYS`` sets, checked
+# against the dataclasses they build), so a new nested key fails
+# ``test_every_nested_spec_file_key_is_classified`` until it has a case below.
+
+# Where each of the reader's key sets applies in a spec file. A launcher's options sit under
+# the launcher's own key: ``Launcher`` values are those keys (``smdistributed.dataparallel``
+# is the path ``smdistributed: {dataparallel: ...}``).
+NESTED_MAPPINGS: dict[str, str] = {
+    "instance_groups[]": "_GROUP_KEYS",
+    "instance_groups[].fallbacks[]": "_FALLBACK_KEYS",
+    "channels.<name>": "_CHANNEL_KEYS",
+    "distribution": "_DISTRIBUTION_KEYS",
+    "distribution.smdistributed": "_SMDISTRIBUTED_KEYS",
+    "distribution.smdistributed.modelparallel": "_MODEL_PARALLEL_KEYS",
+    **{f"distribution.{kind.value}": "_LAUNCHER_KEYS" for kind in Launcher},
+    "tags[]": "_TAG_KEYS",
+    "metric_definitions[]": "_METRIC_KEYS",
+}
+TF_213 = {"framework": "tensorflow", "framework_version": "2.13.0", "py_version": "py310"}
+# What each launcher needs besides itself to be valid (its framework, version, cluster).
+LAUNCHER_NEEDS: dict[str, dict[str, Any]] = {
+    "torch_distributed": {},
+    "pytorchddp": PYTORCH_22,
+    "smdistributed.dataparallel": PYTORCH_22,
+    "mpi": {},
+    "parameter_server": {**TF_213, **HOMOGENEOUS, "instance_type": "ml.p4d.24xlarge"},
+    "multi_worker_mirrored_strategy": {**TF_213, **HOMOGENEOUS, "instance_type": "ml.p4d.24xlarge"},
+    "pytorchxla": {},
+}
+# The hyperparameter that tells the toolkit to run the launcher.
+LAUNCHER_ENABLED = {
+    "torch_distributed": "sagemaker_torch_distributed_enabled",
+    "pytorchddp": "sagemaker_distributed_dataparallel_enabled",
+    "smdistributed.dataparallel": "sagemaker_distributed_dataparallel_enabled",
+    "mpi": "sagemaker_mpi_enabled",
+    "parameter_server": "sagemaker_parameter_server_enabled",
+    "multi_worker_mirrored_strategy": "sagemaker_multi_worker_mirrored_strategy_enabled",
+}
+MPI_OPTIONS = "-x DISTINCT=1 --bind-to none"
+TRAIN = "s3://my-training-bucket/datasets/train/"
+MODEL_PARALLEL = {"partitions": 2, "microbatches": 4, "pipeline": "interleaved"}
+
+
+def launcher(kind: str, *, disabled: str | None = None, **options: Any) -> dict[str, Any]:
+    """The example with ``kind`` as its launcher (and ``disabled`` written, but disabled)."""
+    needs = LAUNCHER_NEEDS[kind]
+    distribution: dict[str, Any] = {}
+    for name, entry in ((kind, {"enabled": True, **options}), (disabled, {"enabled": False})):
+        if name is not None:
+            first, _, second = name.partition(".")
+            distribution.setdefault(first, {}).update({second: entry} if second else entry)
+    if "instance_type" not in needs:
+        distribution["instance_groups"] = ["gpu"]
+    return {**needs, "distribution": distribution}
+
+
+def channel(**options: Any) -> dict[str, Any]:
+    """The example's train channel with ``options`` (``s3_uri=None`` leaves it out)."""
+    entry = {"s3_uri": TRAIN, "instance_groups": ["data"], **options}
+    return {"channels": {"train": {k: v for k, v in entry.items() if v is not None}}}
+
+
+def groups(**gpu: Any) -> dict[str, Any]:
+    """The example's two groups, the GPU group's keys replaced by ``gpu``."""
+    return {
+        "instance_groups": [
+            {"name": "data", "instance_type": "ml.c5.18xlarge", "instance_count": 2},
+            {"name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2, **gpu},
+        ]
+    }
+
+
+def model_parallel(**options: Any) -> dict[str, Any]:
+    """Model parallel v1 under mpi on the GPU group."""
+    return {
+        **PYTORCH_22,
+        "distribution": {
+            "smdistributed": {"modelparallel": {"enabled": True, **options}},
+            "mpi": {"enabled": True, "processes_per_host": 8},
+            "instance_groups": ["gpu"],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Nested:
+    """A nested key's distinctive value, written into the example, and where it must show."""
+
+    changes: dict[str, Any]  # top-level keys of the example replaced (None: removed)
+    check: Callable[[Synthesized], None] | None = None
+    # or the rules and paths that refuse it
+    violations: tuple[tuple[str, str], ...] = ()
+
+
+def _hyperparameter(name: str, value: Any) -> Callable[[Synthesized], None]:
+    def check(result: Synthesized) -> None:
+        assert result.hyperparameters.get(name, "<absent>") == value
+
+    return check
+
+
+def _channel_field(field: str, value: Any) -> Callable[[Synthesized], None]:
+    """``field`` of the train channel in InputDataConfig (dotted: under DataSource)."""
+
+    def check(result: Synthesized) -> None:
+        (train,) = (c for c in result.request["InputDataConfig"] if c["ChannelName"] == "train")
+        found: Any = train
+        for part in field.split("."):
+            found = found.get(part, "<absent>") if isinstance(found, dict) else "<absent>"
+        assert found == value, train
+
+    return check
+
+
+def _gpu_group(result: Synthesized, request: dict[str, Any] | None = None) -> dict[str, Any]:
+    (gpu,) = (
+        g
+        for g in (request or result.request)["ResourceConfig"]["InstanceGroups"]
+        if g["InstanceGroupName"] != "data"
+    )
+    return gpu  # type: ignore[no-any-return]
+
+
+def create_training_job_types(result: Synthesized) -> list[str]:
+    """The instance types IAM lets the control role create jobs with."""
+    (create,) = (
+        s
+        for s in policy_statements(result.template, "JobTaskControlRole")
+        if s["Action"] == "sagemaker:CreateTrainingJob"
+    )
+    return create["Condition"]["ForAllValues:StringEquals"]["sagemaker:InstanceTypes"]  # type: ignore[no-any-return]
+
+
+def launcher_enabled(kind: str, other: str) -> Callable[[Synthesized], None]:
+    """The launcher runs; the one written with ``enabled: false`` does not."""
+
+    def check(result: Synthesized) -> None:
+        assert result.hyperparameters[LAUNCHER_ENABLED[kind]] is True
+        assert LAUNCHER_ENABLED[other] not in result.hyperparameters
+        assert other not in json.dumps(result.payload["spec"].get("distribution"))
+
+    return check
+
+
+def fallback_runs(instance_type: str, count: int) -> Callable[[Synthesized], None]:
+    """The declared group runs first; after a capacity failure the fallback runs."""
+
+    def check(result: Synthesized) -> None:
+        assert _gpu_group(result)["InstanceType"] == "ml.p4d.24xlarge"
+        assert _gpu_group(result, result.variant_request(1)) == {
+            "InstanceGroupName": "gpu",
+            "InstanceType": instance_type,
+            "InstanceCount": count,
+        }
+        assert instance_type in create_training_job_types(result)
+
+    return check
+
+
+def _launcher_cases() -> dict[str, Nested]:
+    cases: dict[str, Nested] = {}
+    for kind in (k.value for k in Launcher):
+        path = f"distribution.{kind}"
+        other = "torch_distributed" if kind == "mpi" else "mpi"
+        if kind == "pytorchxla":  # never offered: refused, and so are its options
+            refused = ("LAU-PYTORCH-XLA", path)
+            cases[f"{path}.enabled"] = Nested(launcher(kind), violations=(refused,))
+            cases[f"{path}.processes_per_host"] = Nested(
+                launcher(kind, processes_per_host=3),
+                violations=(("LAU-PROCESSES-PER-HOST", f"{path}.processes_per_host"), refused),
+            )
+            cases[f"{path}.custom_mpi_options"] = Nested(
+                launcher(kind, custom_mpi_options=MPI_OPTIONS),
+                violations=(("LAU-MPI-OPTIONS", f"{path}.custom_mpi_options"), refused),
+            )
+            continue
+        cases[f"{path}.enabled"] = Nested(
+            launcher(kind, disabled=other), launcher_enabled(kind, other)
+        )
+        if kind in ("parameter_server", "multi_worker_mirrored_strategy"):
+            processes = Nested(
+                launcher(kind, processes_per_host=3),
+                violations=(("LAU-PROCESSES-PER-HOST", f"{path}.processes_per_host"),),
+            )
+        else:
+            processes = Nested(
+                launcher(kind, processes_per_host=3),
+                _hyperparameter("sagemaker_mpi_num_of_processes_per_host", 3),
+            )
+        cases[f"{path}.processes_per_host"] = processes
+        if kind == "mpi":
+            options = Nested(
+                launcher(kind, custom_mpi_options=MPI_OPTIONS),
+                _hyperparameter("sagemaker_mpi_custom_mpi_options", MPI_OPTIONS),
+            )
+        elif kind in ("pytorchddp", "smdistributed.dataparallel"):
+            options = Nested(
+                launcher(kind, custom_mpi_options=MPI_OPTIONS),
+                _hyperparameter(
+                    "sagemaker_distributed_dataparallel_custom_mpi_options", MPI_OPTIONS
+                ),
+            )
+        else:
+            options = Nested(
+                launcher(kind, custom_mpi_options=MPI_OPTIONS),
+                violations=(("LAU-MPI-OPTIONS", f"{path}.custom_mpi_options"),),
+            )
+        cases[f"{path}.custom_mpi_options"] = options
+    return cases
+
+
+NESTED_CASES: dict[str, Nested] = {
+    # instance_groups[]
+    "instance_groups[].name": Nested(
+        {
+            **groups(name="distinct-gpu"),
+            "distribution": {
+                "torch_distributed": {"enabled": True},
+                "instance_groups": ["distinct-gpu"],
+            },
+        },
+        _check(
+            lambda r: (
+                [g["InstanceGroupName"] for g in r.request["ResourceConfig"]["InstanceGroups"]]
+                == ["data", "distinct-gpu"]
+            )
+        ),
+    ),
+    "instance_groups[].instance_type": Nested(
+        groups(instance_type="ml.p4de.24xlarge"),
+        _check(lambda r: _gpu_group(r)["InstanceType"] == "ml.p4de.24xlarge"),
+    ),
+    "instance_groups[].instance_count": Nested(
+        groups(instance_count=5), _check(lambda r: _gpu_group(r)["InstanceCount"] == 5)
+    ),
+    "instance_groups[].fallbacks": Nested(
+        groups(fallbacks=[{"instance_type": "ml.p4de.24xlarge", "instance_count": 3}]),
+        fallback_runs("ml.p4de.24xlarge", 3),
+    ),
+    # instance_groups[].fallbacks[]
+    "instance_groups[].fallbacks[].instance_type": Nested(
+        groups(fallbacks=[{"instance_type": "ml.p4de.24xlarge", "instance_count": 2}]),
+        fallback_runs("ml.p4de.24xlarge", 2),
+    ),
+    "instance_groups[].fallbacks[].instance_count": Nested(
+        groups(fallbacks=[{"instance_type": "ml.p4d.24xlarge", "instance_count": 5}]),
+        fallback_runs("ml.p4d.24xlarge", 5),
+    ),
+    # channels.<name>
+    "channels.<name>.s3_uri": Nested(
+        channel(s3_uri="s3://distinct-data/train/"),
+        _channel_field("DataSource.S3DataSource.S3Uri", "s3://distinct-data/train/"),
+    ),
+    "channels.<name>.s3_data": Nested(  # the SDK's name for s3_uri
+        channel(s3_uri=None, s3_data="s3://distinct-data/sdk/"),
+        _channel_field("DataSource.S3DataSource.S3Uri", "s3://distinct-data/sdk/"),
+    ),
+    "channels.<name>.s3_data_type": Nested(
+        channel(s3_data_type="ManifestFile"),
+        _channel_field("DataSource.S3DataSource.S3DataType", "ManifestFile"),
+    ),
+    "channels.<name>.distribution": Nested(
+        channel(distribution="ShardedByS3Key"),
+        _channel_field("DataSource.S3DataSource.S3DataDistributionType", "ShardedByS3Key"),
+    ),
+    "channels.<name>.input_mode": Nested(
+        channel(input_mode="FastFile"), _channel_field("InputMode", "FastFile")
+    ),
+    "channels.<name>.instance_groups": Nested(
+        channel(instance_groups=["gpu"]),
+        _channel_field("DataSource.S3DataSource.InstanceGroupNames", ["gpu"]),
+    ),
+    "channels.<name>.content_type": Nested(
+        channel(content_type="application/x-distinct"),
+        _channel_field("ContentType", "application/x-distinct"),
+    ),
+    "channels.<name>.compression": Nested(
+        channel(compression="Gzip"), _channel_field("CompressionType", "Gzip")
+    ),
+    "channels.<name>.record_wrapping": Nested(
+        channel(record_wrapping="RecordIO"), _channel_field("RecordWrapperType", "RecordIO")
+    ),
+    # distribution: each launcher key starts its launcher; instance_groups names the group
+    **{
+        f"distribution.{kind}": (
+            Nested(launcher(kind), violations=(("LAU-PYTORCH-XLA", f"distribution.{kind}"),))
+            if kind == "pytorchxla"
+            else Nested(launcher(kind), _hyperparameter(LAUNCHER_ENABLED[kind], True))
+        )
+        for kind in (k.value for k in Launcher)
+        if "." not in kind
+    },
+    "distribution.smdistributed": Nested(
+        launcher("smdistributed.dataparallel"),
+        _hyperparameter("sagemaker_distributed_dataparallel_enabled", True),
+    ),
+    "distribution.instance_groups": Nested(
+        {
+            "instance_groups": [
+                {"name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
+                {"name": "distinct", "instance_type": "ml.p4d.24xlarge", "instance_count": 1},
+            ],
+            "channels": {"train": TRAIN},
+            "distribution": {
+                "torch_distributed": {"enabled": True},
+                "instance_groups": ["distinct"],
+            },
+        },
+        _hyperparameter("sagemaker_distribution_instance_groups", ["distinct"]),
+    ),
+    # distribution.smdistributed
+    "distribution.smdistributed.dataparallel": Nested(
+        launcher("smdistributed.dataparallel"),
+        _hyperparameter("sagemaker_instance_type", "ml.p4d.24xlarge"),
+    ),
+    "distribution.smdistributed.modelparallel": Nested(
+        model_parallel(parameters=MODEL_PARALLEL),
+        _hyperparameter("mp_parameters", MODEL_PARALLEL),
+    ),
+    # distribution.smdistributed.modelparallel
+    "distribution.smdistributed.modelparallel.enabled": Nested(
+        model_parallel(), _hyperparameter("mp_parameters", {})
+    ),
+    "distribution.smdistributed.modelparallel.parameters": Nested(
+        model_parallel(parameters={**MODEL_PARALLEL, "partitions": 4}),
+        _hyperparameter("mp_parameters", {**MODEL_PARALLEL, "partitions": 4}),
+    ),
+    # distribution.<launcher>
+    **_launcher_cases(),
+    # tags[]
+    "tags[].Key": Nested(
+        {"tags": [{"Key": "distinct-key", "Value": "v"}]},
+        _check(lambda r: {"Key": "distinct-key", "Value": "v"} in r.request["Tags"]),
+    ),
+    "tags[].Value": Nested(
+        {"tags": [{"Key": "team", "Value": "distinct-value"}]},
+        _check(lambda r: {"Key": "team", "Value": "distinct-value"} in r.request["Tags"]),
+    ),
+    # metric_definitions[]
+    "metric_definitions[].Name": Nested(
+        {"metric_definitions": [{"Name": "distinct:name", "Regex": "x=(\\S+)"}]},
+        _check(
+            lambda r: (
+                r.request["AlgorithmSpecification"]["MetricDefinitions"][0]["Name"]
+                == "distinct:name"
+            )
+        ),
+    ),
+    "metric_definitions[].Regex": Nested(
+        {"metric_definitions": [{"Name": "loss", "Regex": "distinct=(\\d+)"}]},
+        _check(
+            lambda r: (
+                r.request["AlgorithmSpecification"]["MetricDefinitions"][0]["Regex"]
+                == "distinct=(\\d+)"
+            )
+        ),
+    ),
+}
+
+
+def _keys(data: Any) -> set[str]:
+    """Every mapping key written anywhere in ``data``."""
+    if isinstance(data, dict):
+        return set(data) | {k for value in data.values() for k in _keys(value)}
+    if isinstance(data, list):
+        return {k for item in data for k in _keys(item)}
+    return set()
+
+
+def test_every_nested_spec_file_key_is_classified() -> None:
+    """A key the reader accepts inside a spec file's mappings needs a case: honoured or refused."""
+    key_sets = {
+        name
+        for name, value in vars(spec_file).items()
+        if name.endswith("_KEYS") and isinstance(value, frozenset)
+    }
+    # Every key set of the reader is placed in the file (a new nested mapping needs a place).
+    assert set(NESTED_MAPPINGS.values()) == key_sets
+    nested_keys = {
+        f"{where}.{key}"
+        for where, name in NESTED_MAPPINGS.items()
+        for key in getattr(spec_file, name)
+    }
+    assert set(NESTED_CASES) == nested_keys
+
+    def names(cls: Any) -> set[str]:
+        return {f.name for f in dataclasses.fields(cls)}
+
+    # The key sets and the dataclasses the reader builds from them agree, so a new field of a
+    # dataclass is a new key here too.
+    assert names(InstanceGroup) == spec_file._GROUP_KEYS
+    assert names(InstanceFallback) == spec_file._FALLBACK_KEYS
+    # A channel's name is its key in `channels`; `s3_data` is the SDK's name for `s3_uri`.
+    assert names(TrainingChannel) - {"name"} == spec_file._CHANNEL_KEYS - {"s3_data"}
+    # A launcher's kind is the key its options sit under; `enabled` says whether it runs.
+    assert names(LauncherConfig) - {"kind"} == spec_file._LAUNCHER_KEYS - {"enabled"}
+    assert {k.value.partition(".")[0] for k in Launcher} | {
+        "instance_groups"
+    } == spec_file._DISTRIBUTION_KEYS
+    assert {k.value.partition(".")[2] for k in Launcher if "." in k.value} | {
+        "modelparallel"
+    } == spec_file._SMDISTRIBUTED_KEYS
+    # launchers: the launcher keys; instance_groups: distribution.instance_groups;
+    # model_parallel_parameters: ...modelparallel.parameters; smddp_collectives: the top-level
+    # smddp_collective (a case of test_a_spec_file_field_reaches_the_template_or_is_a_violation).
+    assert names(DistributedTraining) == {
+        "launchers",
+        "instance_groups",
+        "model_parallel_parameters",
+        "smddp_collectives",
+    }
+    assert names(MetricDefinition) == {key.lower() for key in spec_file._METRIC_KEYS}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_CASES))
+def test_a_nested_spec_file_key_reaches_the_template_or_is_a_violation(
+    name: str, tmp_path: Path
+) -> None:
+    case = NESTED_CASES[name]
+    assert name.rsplit(".", 1)[1] in _keys(case.changes)  # the case writes its key
+    if case.violations:
+        with pytest.raises(SpecValidationError) as raised:
+            synthesize(tmp_path, case.changes)
+        found = {(v.rule, v.path) for v in raised.value.violations}
+        assert found == set(case.violations)
+        return
+    result = synthesize(tmp_path, case.changes)
+    assert case.check is not None
+    case.check(result)

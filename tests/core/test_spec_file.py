@@ -82,6 +82,57 @@ def test_disabled_launchers_are_dropped() -> None:
 
 
 @pytest.mark.parametrize(
+    ("distribution", "path"),
+    [
+        (
+            {"mpi": {"enabled": False, "processes_per_host": 8}},
+            "distribution.mpi.processes_per_host",
+        ),
+        (
+            {"smdistributed": {"dataparallel": {"enabled": False, "custom_mpi_options": "-v"}}},
+            "distribution.smdistributed.dataparallel.custom_mpi_options",
+        ),
+        (
+            {
+                "smdistributed": {
+                    "modelparallel": {"enabled": False, "parameters": {"partitions": 2}}
+                }
+            },
+            "distribution.smdistributed.modelparallel.parameters",
+        ),
+    ],
+)
+def test_options_under_a_disabled_launcher_are_a_violation(
+    distribution: dict[str, Any], path: str
+) -> None:
+    """They would be silently ignored with the launcher (issue 13: nothing is ignored)."""
+    data = spec_dict(
+        {
+            "distribution": {
+                "torch_distributed": {"enabled": True},
+                "instance_groups": ["gpu"],
+                **distribution,
+            }
+        }
+    )
+    reading = read_spec(data)
+    assert [(v.rule, v.path) for v in reading.violations] == [("SPEC-LAUNCHER-ENABLED", path)]
+    assert reading.spec is None
+
+
+def test_a_misspelt_option_under_a_disabled_launcher_is_reported_once() -> None:
+    distribution = {
+        "torch_distributed": {"enabled": True},
+        "mpi": {"enabled": False, "procesess_per_host": 8},
+        "instance_groups": ["gpu"],
+    }
+    violations = read_spec(spec_dict({"distribution": distribution})).violations
+    assert [(v.rule, v.path) for v in violations] == [
+        ("SPEC-UNKNOWN-KEY", "distribution.mpi.procesess_per_host")
+    ]
+
+
+@pytest.mark.parametrize(
     ("data", "rule", "path"),
     [
         ({**BASE, "instance_group": []}, "SPEC-UNKNOWN-KEY", "instance_group"),
