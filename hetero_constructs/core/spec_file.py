@@ -384,15 +384,23 @@ def _groups(reader: _Reader, value: Any) -> tuple[InstanceGroup, ...]:
         if isinstance(raw, Mapping) and not missing:
             known = {key: value for key, value in item.items() if key in _GROUP_KEYS}
             if "fallbacks" in known:
-                known["fallbacks"] = _fallbacks(reader, f"{path}.fallbacks", known["fallbacks"])
+                known["fallbacks"] = _fallbacks(
+                    reader, f"{path}.fallbacks", known["fallbacks"], known.get("instance_count", 1)
+                )
             group = reader.build(path, InstanceGroup, **known)
             if group is not None:
                 groups.append(group)
     return tuple(groups)
 
 
-def _fallbacks(reader: _Reader, path: str, value: Any) -> tuple[InstanceFallback, ...]:
-    """``[{"instance_type": ..., "instance_count": ...}, ...]``: tried in order on capacity."""
+def _fallbacks(
+    reader: _Reader, path: str, value: Any, group_count: Any
+) -> tuple[InstanceFallback, ...]:
+    """``[{"instance_type": ..., "instance_count": ...}, ...]``: tried in order on capacity.
+
+    A fallback without ``instance_count`` keeps its group's count, as a bare type does in the
+    Python API.
+    """
     fallbacks = []
     for index, raw in enumerate(reader.sequence(path, value)):
         item_path = f"{path}[{index}]"
@@ -408,6 +416,7 @@ def _fallbacks(reader: _Reader, path: str, value: Any) -> tuple[InstanceFallback
             )
             continue
         known = {key: value for key, value in item.items() if key in _FALLBACK_KEYS}
+        known.setdefault("instance_count", group_count)
         fallback = reader.build(item_path, InstanceFallback, **known)
         if fallback is not None:
             fallbacks.append(fallback)

@@ -125,6 +125,16 @@ def test_fallbacks_round_trip_through_spec_files() -> None:
     }
 
 
+def test_a_fallback_without_a_count_keeps_its_group_s_in_files_as_in_python() -> None:
+    """A spec file's fallback without instance_count is read as a bare type is in Python."""
+    in_python = hetero(["ml.p4de.24xlarge"])
+    data = spec_to_dict(in_python)
+    del data["instance_groups"][1]["fallbacks"][0]["instance_count"]
+    (fallback,) = spec_from_dict(data).instance_groups[1].fallbacks
+    assert fallback == InstanceFallback("ml.p4de.24xlarge", 2)
+    assert spec_from_dict(data).instance_groups == in_python.instance_groups
+
+
 def test_training_plan_and_warm_pool_reach_the_request() -> None:
     arn = "arn:aws:sagemaker:us-west-2:111122223333:training-plan/reserved-p5"
     spec = TrainingSpec(
