@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import jsii
 from aws_cdk import Aws, Duration, Token
@@ -137,12 +137,26 @@ def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
     return f"{readable}-{digest}".lower()
 
 
+def usable_prefix(value: Any) -> TypeGuard[str]:
+    """Whether ``value`` can start every job name: it scopes IAM and event routing at synth."""
+    return (
+        isinstance(value, str)
+        and not is_token(value)
+        and 0 < len(value) <= MAX_PREFIX
+        and sanitize_name(value) == value
+    )
+
+
 def job_name_prefix_of(
     spec: TrainingSpec, given: str | None, scope: Construct, construct_id: str
 ) -> str:
     """The prefix of every job name: the prop, else the spec's ``base_job_name`` (the SDK's
-    prefix of its job names), else the construct id plus a digest."""
-    return given or spec.base_job_name or default_job_name_prefix(scope, construct_id)
+    prefix of its job names) when it can be one, else the construct id plus a digest."""
+    if given:
+        return given
+    if usable_prefix(spec.base_job_name):
+        return spec.base_job_name
+    return default_job_name_prefix(scope, construct_id)
 
 
 def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
@@ -161,7 +175,19 @@ def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
                 "replace job_name with base_job_name",
             )
         )
-    if spec.base_job_name is not None and spec.base_job_name != prefix:
+    if spec.base_job_name is not None and not usable_prefix(spec.base_job_name):
+        violations.append(
+            Violation(
+                BASE_JOB_NAME_RULE,
+                "base_job_name",
+                "The base_job_name starts every job name of the state machine, and that prefix "
+                "scopes its IAM and event routing at synth.",
+                spec.base_job_name,
+                f"1 to {MAX_PREFIX} letters, digits and inner hyphens, not a deploy-time token",
+                f"use e.g. {sanitize_name(str(spec.base_job_name))[:MAX_PREFIX] or 'nightly'!r}",
+            )
+        )
+    elif spec.base_job_name is not None and spec.base_job_name != prefix:
         violations.append(
             Violation(
                 BASE_JOB_NAME_RULE,
@@ -421,6 +447,9 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             *_job_name_violations(spec, self.job_name_prefix),
         ]
         result = plan(spec, deployment, is_token=is_token)
+        # One root cause, one violation: a value the rules already refuse is not refused twice.
+        refused = {v.path for v in result.violations}
+        violations = [v for v in violations if v.path not in refused]
         if result.request is None or violations:
             raise SpecValidationError([*violations, *result.violations], scope=self.path)
         self.request: dict[str, Any] = result.request

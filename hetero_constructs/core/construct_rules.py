@@ -38,9 +38,10 @@ CONSTRUCT_RULES = (
     ),
     (
         BASE_JOB_NAME_RULE,
-        "A spec's `base_job_name` becomes the construct's job-name prefix; given together with "
-        "a different `job_name_prefix` prop, the two disagree on the prefix of every job name. "
-        "Fix: give the prefix once.",
+        "A spec's `base_job_name` becomes the construct's job-name prefix, which scopes IAM and "
+        "event routing at synth: 1 to 40 letters, digits and inner hyphens, not a token (a "
+        "value the API's job-name rule refuses is reported by that rule alone), and the same "
+        "as a `job_name_prefix` prop given too. Fix: a shorter prefix, or give it once.",
         "SDK v2 estimator.py (base_job_name prefixes every job name)",
     ),
 )

@@ -482,6 +482,30 @@ def test_a_base_job_name_and_another_job_name_prefix_are_a_violation(tmp_path: P
     assert same.job_name_prefix == "nightly"
 
 
+@pytest.mark.parametrize(
+    ("base_job_name", "rule"),
+    [
+        ("training_job_name_prefix", "API-JOB-NAME"),  # seed 000's: the API's pattern refuses it
+        ("-lead", "API-JOB-NAME"),
+        ("", "API-JOB-NAME"),
+        ("a" * 41, "CDK-BASE-JOB-NAME"),  # a job name the API takes, too long for a prefix
+    ],
+)
+def test_a_base_job_name_that_cannot_be_the_prefix_is_one_violation_at_its_path(
+    tmp_path: Path, base_job_name: str, rule: str
+) -> None:
+    """Never the prefix prop's ValueError: the spec file's own field, once, with its rule."""
+    data = json.loads(EXAMPLE.read_text())
+    data["source_dir"] = str(REPO / "examples" / "hetero_training")
+    data["base_job_name"] = base_job_name
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(data))
+    stack = cdk.Stack(cdk.App(), "Prefix", env=cdk.Environment(region=REGION))
+    with pytest.raises(SpecValidationError) as raised:
+        HeterogeneousTrainingJob.from_spec_file(stack, "Job", path)
+    assert [(v.rule, v.path) for v in raised.value.violations] == [(rule, "base_job_name")]
+
+
 # -- Nested keys: each key of each mapping a spec file nests, honoured or a violation ----------
 #
 # The mappings and their keys come from the reader (spec_file's ``_..._KEYS`` sets, checked
