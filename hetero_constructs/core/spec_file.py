@@ -28,6 +28,7 @@ from hetero_constructs.core.fieldcheck import (
     KeyedTwice,
     OversizedInteger,
     as_tuple,
+    is_integer,
 )
 from hetero_constructs.core.spec import (
     DistributedTraining,
@@ -416,7 +417,9 @@ def _fallbacks(
             )
             continue
         known = {key: value for key, value in item.items() if key in _FALLBACK_KEYS}
-        known.setdefault("instance_count", group_count)
+        if "instance_count" not in known and is_integer(group_count):
+            # A group count of the wrong type is reported at the group alone.
+            known["instance_count"] = group_count
         fallback = reader.build(item_path, InstanceFallback, **known)
         if fallback is not None:
             fallbacks.append(fallback)

@@ -133,6 +133,8 @@ def test_a_fallback_without_a_count_keeps_its_group_s_in_files_as_in_python() ->
     (fallback,) = spec_from_dict(data).instance_groups[1].fallbacks
     assert fallback == InstanceFallback("ml.p4de.24xlarge", 2)
     assert spec_from_dict(data).instance_groups == in_python.instance_groups
+    data["instance_groups"][1]["instance_count"] = "2"  # reported at the group alone
+    assert [v.path for v in read_spec(data).violations] == ["instance_groups[1].instance_count"]
 
 
 def test_training_plan_and_warm_pool_reach_the_request() -> None:
