@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 import click
@@ -368,12 +367,14 @@ def _run_local(
     region: str | None,
 ) -> int:
     """``run --local TEMPLATE``: the same validation and display against the local runner."""
+    from hetero_constructs.local.cli import template_problem
     from hetero_constructs.local.cloud import LocalCloud
     from hetero_constructs.local.training import Outcome
 
     (template,) = target
-    if not Path(template).is_file():
-        raise CliError(f"template {template!r} does not exist. Fix: run `cdk synth` first.")
+    problem = template_problem(template)
+    if problem is not None:
+        raise CliError(problem)
     execution_input = read_input(input_text)
     name = name or _new_execution_name(datetime.now(UTC))
     parsed = [Outcome.parse(text) for text in outcomes]

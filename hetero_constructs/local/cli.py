@@ -44,6 +44,18 @@ class UsageError(Exception):
     """Bad arguments: the message says what was given and what is allowed."""
 
 
+def template_problem(template: str) -> str | None:
+    """Why ``template`` is not a template file to run, or None (the message ends with the fix)."""
+    path = Path(template)
+    if path.is_file():
+        return None
+    if path.is_dir():
+        found = sorted(p.name for p in path.glob("*.template.json"))
+        choices = f": {', '.join(found)}" if found else " (it holds none; run `cdk synth` first)"
+        return f"template {template!r} is a directory; give one of its templates{choices}"
+    return f"template {template!r} does not exist; run `cdk synth` first"
+
+
 def run_template(
     template: str | Path,
     *,
@@ -133,8 +145,9 @@ def main(argv: Sequence[str] | None = None, *, follow: Follow | None = None) -> 
     try:
         execution_input = _input(args.input)
         outcomes = [Outcome.parse(text) for text in args.outcome]
-        if not Path(args.template).is_file():
-            raise UsageError(f"template {args.template!r} does not exist; run `cdk synth` first")
+        problem = template_problem(args.template)
+        if problem is not None:
+            raise UsageError(problem)
         quiet = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
         with quiet:  # handlers' prints must not corrupt the JSON on stdout
             result = run_template(

@@ -6,6 +6,8 @@ import io
 import json
 from contextlib import redirect_stdout
 
+import pytest
+
 from hetero_constructs.cli import main
 from tests.synthesized import Synthesized
 
@@ -57,3 +59,13 @@ def test_run_local_follows_the_run_on_the_display(example: Synthesized) -> None:
     assert code == 1
     assert "HeteroTraining.TrainingFailed" in text
     assert "AlgorithmError: boom" in text
+
+
+def test_run_local_names_the_templates_of_a_cloud_assembly_given_instead(
+    example: Synthesized, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _ = run("run", "--local", str(example.outdir), "--no-follow")
+    assert code == 1
+    error = capsys.readouterr().err
+    assert "is a directory" in error
+    assert f"{example.stack.stack_name}.template.json" in error

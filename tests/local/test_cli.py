@@ -88,6 +88,10 @@ def test_usage_errors_exit_2_and_say_why(
     assert main([nested, "--input", "{not json"]) == 2
     assert main(["missing.template.json"]) == 2
     assert "cdk synth" in capsys.readouterr().err
+    # The cloud assembly instead of one of its templates: the templates it holds are named.
+    assert main([str(stacks.path("Nested").parent)]) == 2
+    error = capsys.readouterr().err
+    assert "is a directory" in error and stacks.path("Nested").name in error
 
 
 def test_the_module_runs_as_a_program(stacks: Synthesized) -> None:
