@@ -196,7 +196,8 @@ def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
                 "the prefix of every job name.",
                 spec.base_job_name,
                 f"the job_name_prefix, {prefix!r}, or no base_job_name",
-                "give the prefix once: base_job_name in the spec or job_name_prefix",
+                "give the prefix once: job_name_prefix, or base_job_name (a spec file's is "
+                "replaced by from_spec_file(..., base_job_name=...), e.g. one per stack)",
             )
         )
     return violations
