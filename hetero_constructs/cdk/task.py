@@ -147,6 +147,11 @@ def usable_prefix(value: Any) -> TypeGuard[str]:
     )
 
 
+def _prefix_like(value: Any) -> str:
+    """A usable prefix close to ``value``, for a violation's fix."""
+    return sanitize_name(str(value))[:MAX_PREFIX] or "nightly-training"
+
+
 def job_name_prefix_of(
     spec: TrainingSpec, given: str | None, scope: Construct, construct_id: str
 ) -> str:
@@ -184,7 +189,7 @@ def _job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
                 "scopes its IAM and event routing at synth.",
                 spec.base_job_name,
                 f"1 to {MAX_PREFIX} letters, digits and inner hyphens, not a deploy-time token",
-                f"use e.g. {sanitize_name(str(spec.base_job_name))[:MAX_PREFIX] or 'nightly'!r}",
+                f"use e.g. {_prefix_like(spec.base_job_name)!r}",
             )
         )
     elif spec.base_job_name is not None and spec.base_job_name != prefix:
@@ -569,16 +574,12 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
 
     def _check_prefix(self) -> None:
         prefix = self.job_name_prefix
-        if (
-            is_token(prefix)
-            or not (0 < len(prefix) <= MAX_PREFIX)
-            or sanitize_name(prefix) != prefix
-        ):
+        if not usable_prefix(prefix):
             raise ValueError(
                 f"{self.path}: job_name_prefix {prefix!r} cannot start training job names. "
                 f"Allowed: 1 to {MAX_PREFIX} letters, digits and inner hyphens, not a token "
                 "(the prefix scopes IAM and event routing at synth). "
-                f"Fix: e.g. {sanitize_name(prefix)[:MAX_PREFIX] or 'nightly-training'!r}."
+                f"Fix: e.g. {_prefix_like(prefix)!r}."
             )
 
     @staticmethod
