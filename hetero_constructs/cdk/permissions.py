@@ -39,14 +39,57 @@ def allow(actions: Sequence[str], resources: Sequence[str], conditions: Any = No
     return statement
 
 
+def document(statements: Iterable[Statement]) -> dict[str, Any]:
+    """A policy document of the statements, those that differ only by resource merged."""
+    return {"Version": "2012-10-17", "Statement": merged(statements)}
+
+
+def merged(statements: Iterable[Statement]) -> list[Statement]:
+    """One statement per (effect, actions, conditions), its resources the union, in order.
+
+    Exactly the same grant (a statement's resources are alternatives), in fewer statements:
+    IAM policy size, and aws-cdk-lib's template validation, grow with each statement.
+    """
+    by_grant: dict[str, Statement] = {}
+    for index, statement in enumerate(statements):
+        if statement.keys() - _MERGEABLE_KEYS or "Resource" not in statement:
+            by_grant[f"unmerged {index}"] = statement  # a Sid, NotResource, ...: kept as is
+            continue
+        actions = statement["Action"]
+        key = repr(
+            (
+                statement["Effect"],
+                sorted(_as_list(actions)),
+                statement.get("Condition"),
+            )
+        )
+        kept = by_grant.get(key)
+        if kept is None:
+            by_grant[key] = dict(statement)
+            continue
+        resources = _as_list(kept["Resource"])
+        resources += [r for r in _as_list(statement["Resource"]) if r not in resources]
+        kept["Resource"] = resources if len(resources) > 1 else resources[0]
+    return list(by_grant.values())
+
+
+_MERGEABLE_KEYS = frozenset({"Effect", "Action", "Condition", "Resource"})
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
 def policy(
     scope: Construct, construct_id: str, statements: Iterable[Statement], role: iam.IRole
 ) -> iam.Policy:
     """One inline policy with the statements, attached to the role."""
-    document = iam.PolicyDocument.from_json(
-        {"Version": "2012-10-17", "Statement": list(statements)}
+    return iam.Policy(
+        scope,
+        construct_id,
+        document=iam.PolicyDocument.from_json(document(statements)),
+        roles=[role],
     )
-    return iam.Policy(scope, construct_id, document=document, roles=[role])
 
 
 @dataclass(frozen=True)
@@ -156,15 +199,28 @@ def training_log_streams(arns: Arns, job_name_prefix: str) -> str:
     return f"{arns.log_group(TRAINING_LOG_GROUP)}:log-stream:{job_name_prefix}-*"
 
 
-def logs_and_metrics(arns: Arns, job_name_prefix: str) -> list[Statement]:
-    """Training logs of this prefix's jobs only, and metrics in SageMaker's namespace only."""
-    group = arns.log_group(TRAINING_LOG_GROUP)
+def log_streams(arns: Arns, job_name_prefix: str) -> list[Statement]:
+    """Write the training logs of this prefix's jobs only."""
     return [
-        allow(["logs:CreateLogGroup", "logs:DescribeLogStreams"], [group]),
         allow(
             ["logs:CreateLogStream", "logs:PutLogEvents"],
             [training_log_streams(arns, job_name_prefix)],
-        ),
+        )
+    ]
+
+
+def every_training_job(arns: Arns, *, ecr_login: bool = True) -> list[Statement]:
+    """What every training job's role needs whatever the job: the same for all of a stack.
+
+    SageMaker's log group (not its streams), metrics in SageMaker's namespace only, and an ECR
+    login token (``ecr_login``: for images in ECR). The constructs put these in one managed
+    policy per stack: the same statements in every job's inline policy would grow every role
+    and the template's IAM (which aws-cdk-lib's template validation reads statement by
+    statement) for nothing.
+    """
+    group = arns.log_group(TRAINING_LOG_GROUP)
+    statements = [
+        allow(["logs:CreateLogGroup", "logs:DescribeLogStreams"], [group]),
         # PutMetricData has no resource-level permissions; the namespace condition scopes it.
         allow(
             ["cloudwatch:PutMetricData"],
@@ -172,6 +228,11 @@ def logs_and_metrics(arns: Arns, job_name_prefix: str) -> list[Statement]:
             {"StringEquals": {"cloudwatch:namespace": TRAINING_METRICS_NAMESPACE}},
         ),
     ]
+    if ecr_login:
+        # GetAuthorizationToken has no resource-level permissions; pulling an image also
+        # needs the repository's own statement (``image_pull``).
+        statements.append(allow(["ecr:GetAuthorizationToken"], ["*"]))
+    return statements
 
 
 def image_pull(arns: Arns, image_uri: str, repository_account: str | None) -> list[Statement]:
@@ -189,9 +250,7 @@ def image_pull(arns: Arns, image_uri: str, repository_account: str | None) -> li
         allow(
             ["ecr:BatchCheckLayerAvailability", "ecr:GetDownloadUrlForLayer", "ecr:BatchGetImage"],
             [repository],
-        ),
-        # GetAuthorizationToken has no resource-level permissions.
-        allow(["ecr:GetAuthorizationToken"], ["*"]),
+        )
     ]
 
 

@@ -185,6 +185,7 @@ class TrainingRunner(Construct):
         self._own_resources: set[int] = set()
         self._code_locations: dict[str, CodeLocation] = {}
         self._state_machine_role: iam.Role | None = None
+        self._every_training_job_policy: iam.ManagedPolicy | None = None
         self._state_machine_role_arn: str | None = None
         self._state_machine_logs: logs.LogGroup | None = None
         self._state_machine_logs_arn: str | None = None
@@ -489,14 +490,13 @@ class TrainingRunner(Construct):
         role (``Fn::GetAtt``) is created after it, policy included, without a ``DependsOn``.
         """
         if self._state_machine_role is None:
-            document = {
-                "Version": "2012-10-17",
-                "Statement": [
+            document = permissions.document(
+                [
                     permissions.allow(["lambda:InvokeFunction"], [self.submit_function_arn]),
                     permissions.allow(_LOG_DELIVERY_ACTIONS, ["*"]),
                     permissions.allow(_XRAY_ACTIONS, ["*"]),
-                ],
-            }
+                ]
+            )
             role = iam.Role(
                 self,
                 "StateMachineRole",
@@ -512,6 +512,29 @@ class TrainingRunner(Construct):
             self._state_machine_role = role
             self._state_machine_role_arn = role.role_arn
         return self._state_machine_role
+
+    @property
+    def every_training_job_policy(self) -> iam.ManagedPolicy:
+        """What every training job's execution role needs, once for the stack's roles.
+
+        ``permissions.every_training_job``: the same statements for every job, so one managed
+        policy instead of a copy in each role's inline policy.
+        """
+        if self._every_training_job_policy is None:
+            document = permissions.document(permissions.every_training_job(self.arns))
+            policy = iam.ManagedPolicy(
+                self,
+                "TrainingJobsPolicy",
+                description="What every hetero-constructs training job of the stack needs",
+                document=iam.PolicyDocument.from_json(document),
+            )
+            nag.Acknowledgments(policy, self.nag_ids).wildcards(
+                "Only for actions without resource-level permissions: ecr:GetAuthorizationToken "
+                "and cloudwatch:PutMetricData (restricted to SageMaker's namespace by condition).",
+                resources=["*"],
+            ).record()
+            self._every_training_job_policy = policy
+        return self._every_training_job_policy
 
     @property
     def state_machine_role_arn(self) -> str:

@@ -459,9 +459,17 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         if result.request is None or violations:
             raise SpecValidationError([*violations, *result.violations], scope=self.path)
         self.request: dict[str, Any] = result.request
-        statements = self._execution_statements()
+        statements, pulls_from_ecr = self._execution_statements()
+        # A role this task creates takes what every job needs from the stack's managed policy;
+        # a role given to the task is the user's, and gets all of it inline.
+        shared = None
+        if role is None and pulls_from_ecr:
+            shared = self.runner.every_training_job_policy
+        else:
+            statements += permissions.every_training_job(self.arns, ecr_login=pulls_from_ecr)
+        self._acknowledge_execution_policy(statements)
         if role is None:
-            role = self._execution_role(statements)
+            role = self._execution_role(statements, shared)
             # The role's own ARN in place of the stand-in the request was planned with.
             assert self.request["RoleArn"] == _ROLE_ARN_STAND_IN
             self.request["RoleArn"] = role.role_arn
@@ -717,12 +725,14 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
 
     # -- permissions ------------------------------------------------------------------------------
 
-    def _execution_role(self, statements: list[permissions.Statement]) -> iam.Role:
+    def _execution_role(
+        self, statements: list[permissions.Statement], shared: iam.IManagedPolicy | None
+    ) -> iam.Role:
         """SageMaker's role for this task's jobs, with SageMaker's confused-deputy conditions.
 
-        Its policy is inline: one resource per job instead of two.
+        Its own policy is inline: one resource per job instead of two.
         """
-        document = {"Version": "2012-10-17", "Statement": statements}
+        document = permissions.document(statements)
         return iam.Role(
             self,
             "ExecutionRole",
@@ -735,10 +745,14 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             ),
             description=f"SageMaker execution role of {self.path}",
             inline_policies={"Training": iam.PolicyDocument.from_json(document)},
+            managed_policies=[shared] if shared is not None else None,
         )
 
-    def _execution_statements(self) -> list[permissions.Statement]:
-        """The channels, output, code, logs, image, keys and VPC of the job."""
+    def _execution_statements(self) -> tuple[list[permissions.Statement], bool]:
+        """The channels, output, code, log streams, image, keys and VPC of the job.
+
+        And whether the image is pulled from ECR.
+        """
         request, spec, arns = self.request, self.spec, self.arns
         reads = [
             c["DataSource"]["S3DataSource"]["S3Uri"]
@@ -752,11 +766,12 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             writes.append(spec.checkpoint_s3_uri)
             reads.append(spec.checkpoint_s3_uri)  # spot jobs resume from their checkpoints
         image = request["AlgorithmSpecification"]["TrainingImage"]
+        pull = permissions.image_pull(arns, image, self._image_account)
         statements = [
             *permissions.s3_read(arns, reads),
             *permissions.s3_write(arns, writes),
-            *permissions.logs_and_metrics(arns, self.job_name_prefix),
-            *permissions.image_pull(arns, image, self._image_account),
+            *permissions.log_streams(arns, self.job_name_prefix),
+            *pull,
         ]
         if spec.subnets:
             statements += permissions.vpc_interfaces(arns, spec.subnets, spec.security_group_ids)
@@ -767,15 +782,13 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             code = self.code_location
             code_object = f"arn:{arns.partition}:s3:::{code.bucket}/{code.key}"
             statements.append(permissions.allow(["s3:GetObject"], [code_object]))
-        self._acknowledge_execution_policy(reads, writes, statements)
-        return statements
+        self._s3_prefixes = [*reads, *writes]
+        return statements, bool(pull)
 
-    def _acknowledge_execution_policy(
-        self, reads: list[str], writes: list[str], statements: list[permissions.Statement]
-    ) -> None:
+    def _acknowledge_execution_policy(self, statements: list[permissions.Statement]) -> None:
         acknowledgments = self._acknowledgments
         prefixes = [
-            location.objects_arn(self.arns) for location in permissions.locations([*reads, *writes])
+            location.objects_arn(self.arns) for location in permissions.locations(self._s3_prefixes)
         ]
         acknowledgments.wildcards(
             "Channels are S3 prefixes: the job reads every object under each channel prefix and "
@@ -848,7 +861,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         return role.attr_arn
 
     def _control_document(self) -> dict[str, Any]:
-        return {"Version": "2012-10-17", "Statement": self.control_statements()}
+        return permissions.document(self.control_statements())
 
     def control_statements(self) -> list[permissions.Statement]:
         """What the control role may do: this prefix's jobs, the role, its state machines."""

@@ -76,12 +76,20 @@ def resources(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 def policy_statements(template: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
-    """Statements (tokens made literal) of the policies of roles whose logical id has the prefix."""
+    """Statements (tokens made literal) of the policies of roles whose logical id has the prefix.
+
+    Inline policies, policies naming the role, and the template's managed policies it attaches.
+    """
     statements: list[dict[str, Any]] = []
+    managed = resources(template, "AWS::IAM::ManagedPolicy")
     for logical_id, role in resources(template, "AWS::IAM::Role").items():
         if logical_id.startswith(role_prefix):
             for inline in role["Properties"].get("Policies", []):
                 statements.extend(inline["PolicyDocument"]["Statement"])
+            for arn in role["Properties"].get("ManagedPolicyArns", []):
+                if isinstance(arn, dict) and arn.get("Ref") in managed:
+                    document = managed[arn["Ref"]]["Properties"]["PolicyDocument"]
+                    statements.extend(document["Statement"])
     for policy in resources(template, "AWS::IAM::Policy").values():
         # A role is a Ref to one in the stack, or the name of an imported one.
         roles = [

@@ -286,7 +286,55 @@ def test_given_role_is_used_and_granted() -> None:
     assert not [
         k for k in resources(template, "AWS::IAM::Role") if k.startswith("JobTaskExecutionRole")
     ]
-    assert policy_statements(template, "Mine")
+    statements = policy_statements(template, "Mine")
+    # The stack's shared policy is for the roles the library creates: a given role gets
+    # everything inline, the login token and SageMaker's log group and metrics included.
+    every_action = _actions(statements)
+    assert {"ecr:GetAuthorizationToken", "cloudwatch:PutMetricData"} <= every_action
+    assert {"logs:CreateLogGroup", "logs:CreateLogStream", "s3:GetObject"} <= every_action
+    assert resources(template, "AWS::IAM::ManagedPolicy") == {}
+
+
+def _actions(statements: list[dict[str, Any]]) -> set[str]:
+    return {
+        action
+        for s in statements
+        for action in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    }
+
+
+def test_what_every_job_needs_is_one_managed_policy_per_stack() -> None:
+    scope = stack()
+    for index in range(3):
+        HeterogeneousTrainingJob(scope, f"Job{index}", spec=spec(), job_name_prefix=f"j{index}")
+    # A private registry's image: no ECR login token for that job, and no shared policy.
+    HeterogeneousTrainingJob(
+        scope,
+        "Private",
+        spec=spec(image_uri="registry.example.com/team/train:1", framework_version=None),
+        job_name_prefix="private",
+    )
+    template = Template.from_stack(scope).to_json()
+    ((policy_id, policy),) = resources(template, "AWS::IAM::ManagedPolicy").items()
+    shared = _actions(policy["Properties"]["PolicyDocument"]["Statement"])
+    assert shared == {
+        "logs:CreateLogGroup",
+        "logs:DescribeLogStreams",
+        "cloudwatch:PutMetricData",
+        "ecr:GetAuthorizationToken",
+    }
+    roles = resources(template, "AWS::IAM::Role")
+    for index in range(3):
+        (role_id,) = [k for k in roles if k.startswith(f"Job{index}TaskExecutionRole")]
+        assert roles[role_id]["Properties"]["ManagedPolicyArns"] == [{"Ref": policy_id}]
+        inline = roles[role_id]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        assert not _actions(inline) & shared
+        assert "logs:PutLogEvents" in _actions(inline)  # streams stay per job prefix
+    (private_id,) = [k for k in roles if k.startswith("PrivateTaskExecutionRole")]
+    assert "ManagedPolicyArns" not in roles[private_id]["Properties"]
+    private = _actions(policy_statements(template, "PrivateTaskExecutionRole"))
+    assert {"logs:CreateLogGroup", "cloudwatch:PutMetricData"} <= private
+    assert not any(action.startswith("ecr:") for action in private)
 
 
 def test_grant_start_execution() -> None:
