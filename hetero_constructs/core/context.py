@@ -138,7 +138,7 @@ class RuleContext:
 
     # -- local files, as ``os.path.isdir`` and ``os.path.isfile`` see them --------------------
 
-    def _stat(self, path: str) -> os.stat_result | None:
+    def stat(self, path: str) -> os.stat_result | None:
         """``os.stat(path)``, once per path and validation (a validation is one snapshot)."""
         stats = self._stats
         if path not in stats:
@@ -150,7 +150,7 @@ class RuleContext:
 
     def is_dir(self, path: str) -> bool:
         """Whether ``path`` is a directory (symbolic links followed), like ``os.path.isdir``."""
-        info = self._stat(path)
+        info = self.stat(path)
         return info is not None and stat.S_ISDIR(info.st_mode)
 
     def is_file(self, path: str) -> bool:
@@ -162,7 +162,7 @@ class RuleContext:
         """
         directory, name = os.path.split(path)
         directory = directory or os.curdir
-        info = self._stat(directory)
+        info = self.stat(directory)
         if info is None or not stat.S_ISDIR(info.st_mode) or name in ("", os.curdir, os.pardir):
             return os.path.isfile(path)
         listing = _LISTINGS.get(directory)

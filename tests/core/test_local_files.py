@@ -87,8 +87,9 @@ def test_a_validation_is_one_snapshot(tree: Path) -> None:
 def test_the_rules_asking_about_local_files_stat_the_source_dir_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """FW-ENTRY-POINT, FW-SOURCE-DIR (before its tree scan) and LAU-TORCH-DISTRIBUTED-ENTRY-POINT
-    share one stat of source_dir (they called os.stat on it four times between them)."""
+    """FW-ENTRY-POINT, FW-SOURCE-DIR (its kept clean tree included) and
+    LAU-TORCH-DISTRIBUTED-ENTRY-POINT share one stat of source_dir (they called os.stat on it
+    four times between them)."""
     spec = load_spec_file(EXAMPLE)
     assert spec.source_dir is not None
     assert plan(spec).ok  # the listing of source_dir is read and kept
@@ -101,7 +102,7 @@ def test_the_rules_asking_about_local_files_stat_the_source_dir_once(
 
     monkeypatch.setattr(os, "stat", counting_stat)
     context = RuleContext(spec)
-    for rule_id in ("FW-ENTRY-POINT", "LAU-TORCH-DISTRIBUTED-ENTRY-POINT"):
+    for rule_id in ("FW-ENTRY-POINT", "FW-SOURCE-DIR", "LAU-TORCH-DISTRIBUTED-ENTRY-POINT"):
         assert list(rule_by_id(rule_id).check(context)) == []
     assert context.is_dir(spec.source_dir)
     assert calls == [spec.source_dir]
