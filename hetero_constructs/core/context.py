@@ -114,6 +114,69 @@ def _present(value: Any) -> bool:
     return value is not None
 
 
+# -- Optional features -------------------------------------------------------------------------
+# A rule about an optional part of a spec (its tags, a VPC, a launcher, ...) names the features
+# it needs (``rule(needs=...)``): it can find something only in a spec that uses one of them,
+# so the runner skips it for the others. A feature is named by its spec-file key.
+LAUNCHER_OPTIONS = ("custom_mpi_options", "processes_per_host")
+MODEL_PARALLEL = "smdistributed.modelparallel"
+SMDDP_COLLECTIVE = "smddp_collective"
+FEATURES = frozenset(
+    {
+        *Launcher,
+        *LAUNCHER_OPTIONS,
+        MODEL_PARALLEL,
+        SMDDP_COLLECTIVE,
+        "tags",
+        "acknowledgments",
+        "metric_definitions",
+        "subnets",
+        "security_group_ids",
+        "volume_kms_key",
+        "output_kms_key",
+        "checkpoint_local_path",
+        "keep_alive_period_in_seconds",
+    }
+)
+
+
+def spec_features(spec: TrainingSpec) -> frozenset[str]:
+    """The features of ``FEATURES`` the spec uses: a collection that is not empty, a value that
+    is set (0 and "" are set), a launcher or launcher option that is configured."""
+    used: list[str] = []
+    distribution = spec.distribution
+    if distribution is not None:
+        for entry in distribution.launchers:
+            used.append(entry.kind)
+            if entry.custom_mpi_options is not None:
+                used.append("custom_mpi_options")
+            if entry.processes_per_host is not None:
+                used.append("processes_per_host")
+        if distribution.model_parallel_parameters is not None:
+            used.append(MODEL_PARALLEL)
+        if distribution.smddp_collectives:
+            used.append(SMDDP_COLLECTIVE)
+    if spec.tags:
+        used.append("tags")
+    if spec.acknowledgments:
+        used.append("acknowledgments")
+    if spec.metric_definitions:
+        used.append("metric_definitions")
+    if spec.subnets:
+        used.append("subnets")
+    if spec.security_group_ids:
+        used.append("security_group_ids")
+    if spec.volume_kms_key is not None:
+        used.append("volume_kms_key")
+    if spec.output_kms_key is not None:
+        used.append("output_kms_key")
+    if spec.checkpoint_local_path is not None:
+        used.append("checkpoint_local_path")
+    if spec.keep_alive_period_in_seconds is not None:
+        used.append("keep_alive_period_in_seconds")
+    return frozenset(used)
+
+
 class RuleContext:
     """The spec plus derived facts; cached so each is computed once per validation."""
 
@@ -171,6 +234,11 @@ class RuleContext:
             if listing is None:
                 return os.path.isfile(path)
         return name in listing.files
+
+    @cached_property
+    def features(self) -> frozenset[str]:
+        """The optional features the spec uses (``spec_features``)."""
+        return spec_features(self.spec)
 
     # -- deployment inputs, deployment first --------------------------------------------------
 

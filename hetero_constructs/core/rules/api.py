@@ -350,6 +350,7 @@ def resources(context: RuleContext) -> Iterator[Finding]:
     "API-NETWORK",
     source=f"{_MODEL} VpcConfig; SDK v2 estimator.py (subnets and security groups together)",
     example='subnets: ["subnet-0abc1234"], security_group_ids: ["sg-0abc1234"]',
+    needs=("subnets", "security_group_ids"),
 )
 def network(context: RuleContext) -> Iterator[Finding]:
     """Subnets and security groups come together, within the API's counts and patterns."""
@@ -381,6 +382,7 @@ def network(context: RuleContext) -> Iterator[Finding]:
     "API-KMS-KEYS",
     source=f"{_MODEL} KmsKeyId",
     example='output_kms_key: "arn:aws:kms:us-west-2:111122223333:key/1234abcd-..."',
+    needs=("volume_kms_key", "output_kms_key"),
 )
 def kms_keys(context: RuleContext) -> Iterator[Finding]:
     """KMS keys for the volume and the output fit the API's pattern."""
@@ -417,6 +419,7 @@ def role(context: RuleContext) -> Iterator[Finding]:
     "API-TAGS",
     source=f"{_MODEL} TagList; AWS tagging rules (the aws: prefix is reserved)",
     example='tags: {"team": "ml-platform"}',
+    needs=("tags",),
 )
 def tags(context: RuleContext) -> Iterator[Finding]:
     """Tags fit the API: count, key and value patterns; ``aws:`` keys are reserved."""
@@ -442,6 +445,7 @@ def tags(context: RuleContext) -> Iterator[Finding]:
     source=f"{_MODEL} CheckpointConfig (S3Uri required, LocalPath)",
     example='checkpoint_s3_uri: "s3://my-bucket/checkpoints", checkpoint_local_path: '
     '"/opt/ml/checkpoints"',
+    needs=("checkpoint_local_path",),
 )
 def checkpoint(context: RuleContext) -> Iterator[Finding]:
     """A checkpoint local path comes with a checkpoint S3 URI and fits the API."""
@@ -465,6 +469,7 @@ def checkpoint(context: RuleContext) -> Iterator[Finding]:
     "API-METRICS",
     source=f"{_MODEL} MetricDefinitions (count, Name, Regex)",
     example='metric_definitions: [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]',
+    needs=("metric_definitions",),
 )
 def metrics(context: RuleContext) -> Iterator[Finding]:
     """Metric definitions fit the API: count, name and regex lengths."""

@@ -337,6 +337,7 @@ MAX_KEEP_ALIVE_SECONDS = 3600
     "HC-WARM-POOL",
     source=_WARM_POOLS,
     example="instance_type: ml.g5.2xlarge, instance_count: 1, keep_alive_period_in_seconds: 1800",
+    needs=("keep_alive_period_in_seconds",),
 )
 def warm_pool(context: RuleContext) -> Iterator[Finding]:
     """A warm pool (keep_alive_period_in_seconds) is for homogeneous on-demand jobs, at most 1 h."""
