@@ -10,7 +10,7 @@ from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.fieldcheck import is_integer
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.rules.helpers import channel_path
-from hetero_constructs.core.s3_uri import BUCKET_NAME_RULES, S3Uri, bucket_name_problem
+from hetero_constructs.core.s3_uri import BUCKET_NAME_RULES, bucket_name_problem, bucket_of
 
 _MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
 # Smithy's integer types, as botocore's model names them.
@@ -33,23 +33,24 @@ def bucket_names(context: RuleContext) -> Iterator[Finding]:
     are skipped.
     """
     spec = context.spec
-    locations: list[tuple[str, Any]] = [
-        (channel_path(c.name, "s3_uri"), c.s3_uri) for c in spec.channels
+    # (channel name or None, spec path, URI); a channel's path is written only for a finding.
+    locations: list[tuple[str | None, str, Any]] = [
+        (c.name, "s3_uri", c.s3_uri) for c in spec.channels
     ]
     locations += [
-        ("output_path", context.output_path),
-        ("checkpoint_s3_uri", spec.checkpoint_s3_uri),
-        ("source_dir", spec.source_dir),
+        (None, "output_path", context.output_path),
+        (None, "checkpoint_s3_uri", spec.checkpoint_s3_uri),
+        (None, "source_dir", spec.source_dir),
     ]
-    for path, uri in locations:
-        location = S3Uri.parse(uri) if isinstance(uri, str) else None
-        if location is None or not context.known(location.bucket):
+    for channel, path, uri in locations:
+        bucket = bucket_of(uri)
+        if bucket is None or not context.known(bucket):
             continue
-        problem = bucket_name_problem(location.bucket)
+        problem = bucket_name_problem(bucket)
         if problem is not None:
             yield Finding(
-                path,
-                f"'{location.bucket}' is not an S3 bucket name: {problem}.",
+                path if channel is None else channel_path(channel, path),
+                f"'{bucket}' is not an S3 bucket name: {problem}.",
                 uri,
                 BUCKET_NAME_RULES,
                 "name the bucket as created in S3 (bucket names are lowercase)",
