@@ -57,6 +57,18 @@ def bucket_names(context: RuleContext) -> Iterator[Finding]:
             )
 
 
+_GROUP_COUNT = "ResourceConfig.InstanceGroups[].InstanceCount"
+# API member -> its integer kind and range (``_member_range``), read from the model once.
+_MEMBER_RANGES: dict[str, tuple[str, int, int]] = {}
+
+
+def _member_range(member: str) -> tuple[str, int, int]:
+    kind = service_model.shape_at(member).type_name
+    low, high = _INTEGER_RANGES[kind]
+    found = _MEMBER_RANGES[member] = (kind, low, high)
+    return found
+
+
 # Fields whose API member has no narrower rule of its own (max_run: API-STOPPING, 1 s to
 # 28 days; max_retry_attempts: API-RESOURCES, the model's 1 to 30).
 _INTEGER_FIELDS = (
@@ -78,22 +90,20 @@ def integer_ranges(context: RuleContext) -> Iterator[Finding]:
     API-RESOURCES). CDK number tokens are skipped.
     """
     spec = context.spec
-    fields: list[tuple[str, Any, str]] = [
-        (
-            f"instance_groups[{index}].instance_count",
-            group.instance_count,
-            "ResourceConfig.InstanceGroups[].InstanceCount",
-        )
+    # (group index or None, spec field, value, API member); a group's path is written only for
+    # a finding.
+    fields: list[tuple[int | None, str, Any, str]] = [
+        (index, "instance_count", group.instance_count, _GROUP_COUNT)
         for index, group in enumerate(spec.instance_groups)
     ]
-    fields.append(("instance_count", spec.instance_count, "ResourceConfig.InstanceCount"))
-    fields += [(name, getattr(spec, name), member) for name, member in _INTEGER_FIELDS]
-    for path, value, member in fields:
+    fields.append((None, "instance_count", spec.instance_count, "ResourceConfig.InstanceCount"))
+    fields += [(None, name, getattr(spec, name), member) for name, member in _INTEGER_FIELDS]
+    for index, name, value, member in fields:
         if not context.known(value) or not is_integer(value):
             continue
-        kind = service_model.shape_at(member).type_name
-        low, high = _INTEGER_RANGES[kind]
+        kind, low, high = _MEMBER_RANGES.get(member) or _member_range(member)
         if not low <= value <= high:
+            path = name if index is None else f"instance_groups[{index}].{name}"
             yield Finding(
                 path,
                 f"The value does not fit the API's {kind} field {member}.",
