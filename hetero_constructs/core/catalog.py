@@ -20,12 +20,15 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
+# ASCII digits, at most 9 per part: a version, never a number Python refuses to convert.
+_VERSION = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}")
+
+
 def parse_version(text: str) -> Version | None:
     """``"2.3.0"`` -> ``(2, 3, 0)``; ``None`` when the text is not a dotted number."""
-    # ASCII digits, at most 9 per part: a version, never a number Python refuses to convert.
-    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,9}){0,3}", text):
+    if not _VERSION.fullmatch(text):
         return None
-    return tuple(int(part) for part in text.split("."))
+    return tuple(map(int, text.split(".")))
 
 
 # -- Instance types ----------------------------------------------------------------------------

@@ -64,10 +64,9 @@ def run_rules(context: RuleContext) -> list[Violation]:
     violations: list[Violation] = []
     invalid_fields: set[str] = set()
     for registered in _regular_rules(context.features):
-        field_rule = registered.topic in _FIELD_TOPICS
         for finding in registered.check(context):
             violations.append(registered.violation(finding))
-            if field_rule:
+            if registered.topic in _FIELD_TOPICS:
                 invalid_fields.add(finding.path)
     if invalid_fields:
         violations = [
