@@ -224,15 +224,28 @@ class RuleContext:
         listing kept from an earlier validation still holds.
         """
         directory, name = os.path.split(path)
-        directory = directory or os.curdir
-        info = self.stat(directory)
-        if info is None or not stat.S_ISDIR(info.st_mode) or name in ("", os.curdir, os.pardir):
+        if name in ("", os.curdir, os.pardir):
             return os.path.isfile(path)
-        listing = _LISTINGS.get(directory)
-        if listing is None or listing.identity != directory_identity(info):
-            listing = _read_listing(directory, info)
-            if listing is None:
-                return os.path.isfile(path)
+        return self._listed_file(directory or os.curdir, name, path)
+
+    def holds_file(self, directory: str, name: str) -> bool:
+        """``is_file(os.path.join(directory, name))``; a plain file name is looked up in the
+        directory's listing without joining and splitting the path."""
+        if os.sep in name or name in ("", os.curdir, os.pardir):
+            return self.is_file(os.path.join(directory, name))
+        return self._listed_file(directory or os.curdir, name, None)
+
+    def _listed_file(self, directory: str, name: str, path: str | None) -> bool:
+        """Whether the entry ``name`` of ``directory`` (at ``path``, joined when None) is a
+        regular file, from the directory's listing."""
+        info = self.stat(directory)
+        listing = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            listing = _LISTINGS.get(directory)
+            if listing is None or listing.identity != directory_identity(info):
+                listing = _read_listing(directory, info)
+        if listing is None:
+            return os.path.isfile(os.path.join(directory, name) if path is None else path)
         return name in listing.files
 
     @cached_property

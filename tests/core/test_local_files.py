@@ -57,6 +57,9 @@ def test_answers_are_those_of_os_path(tree: Path) -> None:
             path = os.path.join(tree, name)
             assert context.is_file(path) == os.path.isfile(path), name
             assert context.is_dir(path) == os.path.isdir(path), name
+            for directory in (str(tree), f"{tree}/", f"{tree}/pkg", f"{tree}/train.py", ""):
+                joined = os.path.join(directory, name)
+                assert context.holds_file(directory, name) == os.path.isfile(joined), joined
     assert not fresh_context().is_file("bad\0path") and not fresh_context().is_dir("bad\0path")
 
 

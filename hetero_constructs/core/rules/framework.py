@@ -163,7 +163,7 @@ def entry_point(context: RuleContext) -> Iterator[Finding]:
     source_dir = spec.source_dir
     if not source_dir or not context.known(source_dir) or source_dir.startswith("s3://"):
         return
-    if context.is_dir(source_dir) and not context.is_file(os.path.join(source_dir, entry)):
+    if context.is_dir(source_dir) and not context.holds_file(source_dir, entry):
         yield Finding(
             "entry_point",
             "The entry point is not in source_dir.",

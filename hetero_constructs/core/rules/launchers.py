@@ -211,7 +211,7 @@ def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
         source_dir
         and context.known(source_dir)
         and not source_dir.startswith("s3://")
-        and context.is_file(os.path.join(source_dir, "setup.py"))
+        and context.holds_file(source_dir, "setup.py")
     ):
         yield Finding(
             "source_dir",
