@@ -93,7 +93,7 @@ def bucket_name_problem(name: str) -> str | None:
         return "it does not begin and end with a letter or digit"
     if ".." in name:
         return "it has two adjacent dots"
-    if _IP_ADDRESS.fullmatch(name):
+    if name[0].isdigit() and _IP_ADDRESS.fullmatch(name):  # an address starts with a digit
         return "it is formatted as an IP address"
     if name.startswith(RESERVED_BUCKET_PREFIXES):  # one call for all; which one, below
         prefix = next(p for p in RESERVED_BUCKET_PREFIXES if name.startswith(p))

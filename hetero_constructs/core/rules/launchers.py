@@ -57,8 +57,8 @@ def one_launcher(context: RuleContext) -> Iterator[Finding]:
     is always a mistake. (``smdistributed.modelparallel`` is a library, not a launcher: it runs
     under ``mpi`` or ``torch_distributed``.)
     """
-    kinds = {entry.kind for entry in context.launchers}
-    if len(context.launchers) > 1 and kinds != _SMDDP:  # that pair has its own rule
+    if len(context.launchers) > 1 and {e.kind for e in context.launchers} != _SMDDP:
+        # (pytorchddp with smdistributed.dataparallel has its own rule)
         names = [entry.kind.value for entry in context.launchers]
         yield Finding(
             "distribution",
@@ -195,7 +195,7 @@ def torch_distributed_version(context: RuleContext) -> Iterator[Finding]:
 )
 def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
     """``torch_distributed`` runs a ``.py`` entry point, never a package with ``setup.py``."""
-    if Launcher.TORCH_DISTRIBUTED not in {entry.kind for entry in context.launchers}:
+    if Launcher.TORCH_DISTRIBUTED not in context.features:  # the launchers' kinds among them
         return
     entry_point = context.spec.entry_point
     if context.known(entry_point) and not entry_point.endswith(".py"):
