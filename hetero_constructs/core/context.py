@@ -195,6 +195,12 @@ class RuleContext:
             _present if is_token is never_a_token else self._present_and_concrete
         )
         self._stats: dict[str, os.stat_result | None] = {}
+        # Deployment inputs, the deployment's first; plain attributes, as each is one lookup.
+        self.region: str | None = self.deployment.region or spec.region
+        self.role_arn: str | None = self.deployment.role_arn or spec.role
+        self.output_path: str | None = spec.output_path
+        #: A custom image named by the user (the DLC version rules do not apply to it).
+        self.explicit_image_uri: str | None = spec.image_uri
 
     def _present_and_concrete(self, value: Any) -> bool:
         return value is not None and not self.is_token(value)
@@ -252,25 +258,6 @@ class RuleContext:
     def features(self) -> frozenset[str]:
         """The optional features the spec uses (``spec_features``)."""
         return spec_features(self.spec)
-
-    # -- deployment inputs, deployment first --------------------------------------------------
-
-    @cached_property
-    def region(self) -> str | None:
-        return self.deployment.region or self.spec.region
-
-    @cached_property
-    def role_arn(self) -> str | None:
-        return self.deployment.role_arn or self.spec.role
-
-    @cached_property
-    def output_path(self) -> str | None:
-        return self.spec.output_path
-
-    @cached_property
-    def explicit_image_uri(self) -> str | None:
-        """A custom image named by the user (the DLC version rules do not apply to it)."""
-        return self.spec.image_uri
 
     # -- distribution ---------------------------------------------------------------------------
 
