@@ -273,9 +273,11 @@ def known_versions(framework: Framework) -> list[str]:
     return [r.version for r in RELEASES if r.framework is framework]
 
 
-def resolved_version(framework: Framework, version: str) -> Version | None:
-    """The numeric version, resolving aliases such as ``2.2`` -> ``2.2.0``."""
-    release = find_release(framework, version)
+def resolved_version(release: ImageRelease | None, version: str) -> Version | None:
+    """The numeric version, resolving aliases such as ``2.2`` -> ``2.2.0``.
+
+    ``release`` is ``find_release(framework, version)``, which the caller has already found.
+    """
     return parse_version(release.version if release else version)
 
 

@@ -326,11 +326,10 @@ class RuleContext:
     @cached_property
     def uses_gpu_image(self) -> bool:
         """GPU image when the distribution group has GPUs, or without one when any group has."""
-        known_types = [t for t in self.instance_types if self.known(t)]
         chosen = self.distribution_instance_type
         if chosen is not None and self.known(chosen):
             return catalog.is_gpu(chosen)
-        return any(catalog.is_gpu(t) for t in known_types)
+        return any(catalog.is_gpu(t) for t in self.instance_types if self.known(t))
 
     # -- collectives ----------------------------------------------------------------------------
 
@@ -359,7 +358,7 @@ class RuleContext:
         version = self.spec.framework_version
         if version is None or self.is_token(version):
             return None
-        return catalog.resolved_version(self.spec.framework, version)
+        return catalog.resolved_version(self.release, version)
 
     def version_in(self, versions: frozenset[str]) -> bool:
         """Whether the framework version, as typed or with its alias resolved, is listed."""
