@@ -201,6 +201,22 @@ class RuleContext:
         self.output_path: str | None = spec.output_path
         #: A custom image named by the user (the DLC version rules do not apply to it).
         self.explicit_image_uri: str | None = spec.image_uri
+        # The distribution's parts, plain attributes too: rules read them on every plan.
+        distribution = spec.distribution
+        self.launchers: tuple[LauncherConfig, ...] = (
+            tuple(distribution.launchers) if distribution else ()
+        )
+        #: The launcher when exactly one is set; rules about combinations handle the rest.
+        self.launcher: LauncherConfig | None = (
+            self.launchers[0] if len(self.launchers) == 1 else None
+        )
+        self.launcher_kind: Launcher | None = self.launcher.kind if self.launcher else None
+        self.model_parallel: bool = bool(
+            distribution and distribution.model_parallel_parameters is not None
+        )
+        self.requested_distribution_groups: tuple[str, ...] = (
+            distribution.group_names if distribution else ()
+        )
 
     def _present_and_concrete(self, value: Any) -> bool:
         return value is not None and not self.is_token(value)
@@ -260,29 +276,6 @@ class RuleContext:
         return spec_features(self.spec)
 
     # -- distribution ---------------------------------------------------------------------------
-
-    @cached_property
-    def launchers(self) -> tuple[LauncherConfig, ...]:
-        return tuple(self.spec.distribution.launchers) if self.spec.distribution else ()
-
-    @cached_property
-    def launcher(self) -> LauncherConfig | None:
-        """The launcher when exactly one is set; rules about combinations handle the rest."""
-        return self.launchers[0] if len(self.launchers) == 1 else None
-
-    @cached_property
-    def launcher_kind(self) -> Launcher | None:
-        return self.launcher.kind if self.launcher else None
-
-    @cached_property
-    def model_parallel(self) -> bool:
-        return bool(
-            self.spec.distribution and self.spec.distribution.model_parallel_parameters is not None
-        )
-
-    @cached_property
-    def requested_distribution_groups(self) -> tuple[str, ...]:
-        return self.spec.distribution.group_names if self.spec.distribution else ()
 
     @cached_property
     def distribution_group(self) -> InstanceGroup | None:
