@@ -20,12 +20,15 @@ def words(text: str) -> list[str]:
     return text.split()
 
 
+# ASCII digits, at most 9 per part: a version, never a number Python refuses to convert.
+_VERSION = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9}){0,3}")
+
+
 def parse_version(text: str) -> Version | None:
     """``"2.3.0"`` -> ``(2, 3, 0)``; ``None`` when the text is not a dotted number."""
-    # ASCII digits, at most 9 per part: a version, never a number Python refuses to convert.
-    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,9}){0,3}", text):
+    if not _VERSION.fullmatch(text):
         return None
-    return tuple(int(part) for part in text.split("."))
+    return tuple(map(int, text.split(".")))
 
 
 # -- Instance types ----------------------------------------------------------------------------
@@ -270,9 +273,11 @@ def known_versions(framework: Framework) -> list[str]:
     return [r.version for r in RELEASES if r.framework is framework]
 
 
-def resolved_version(framework: Framework, version: str) -> Version | None:
-    """The numeric version, resolving aliases such as ``2.2`` -> ``2.2.0``."""
-    release = find_release(framework, version)
+def resolved_version(release: ImageRelease | None, version: str) -> Version | None:
+    """The numeric version, resolving aliases such as ``2.2`` -> ``2.2.0``.
+
+    ``release`` is ``find_release(framework, version)``, which the caller has already found.
+    """
     return parse_version(release.version if release else version)
 
 

@@ -114,6 +114,69 @@ def _present(value: Any) -> bool:
     return value is not None
 
 
+# -- Optional features -------------------------------------------------------------------------
+# A rule about an optional part of a spec (its tags, a VPC, a launcher, ...) names the features
+# it needs (``rule(needs=...)``): it can find something only in a spec that uses one of them,
+# so the runner skips it for the others. A feature is named by its spec-file key.
+LAUNCHER_OPTIONS = ("custom_mpi_options", "processes_per_host")
+MODEL_PARALLEL = "smdistributed.modelparallel"
+SMDDP_COLLECTIVE = "smddp_collective"
+FEATURES = frozenset(
+    {
+        *Launcher,
+        *LAUNCHER_OPTIONS,
+        MODEL_PARALLEL,
+        SMDDP_COLLECTIVE,
+        "tags",
+        "acknowledgments",
+        "metric_definitions",
+        "subnets",
+        "security_group_ids",
+        "volume_kms_key",
+        "output_kms_key",
+        "checkpoint_local_path",
+        "keep_alive_period_in_seconds",
+    }
+)
+
+
+def spec_features(spec: TrainingSpec) -> frozenset[str]:
+    """The features of ``FEATURES`` the spec uses: a collection that is not empty, a value that
+    is set (0 and "" are set), a launcher or launcher option that is configured."""
+    used: list[str] = []
+    distribution = spec.distribution
+    if distribution is not None:
+        for entry in distribution.launchers:
+            used.append(entry.kind)
+            if entry.custom_mpi_options is not None:
+                used.append("custom_mpi_options")
+            if entry.processes_per_host is not None:
+                used.append("processes_per_host")
+        if distribution.model_parallel_parameters is not None:
+            used.append(MODEL_PARALLEL)
+        if distribution.smddp_collectives:
+            used.append(SMDDP_COLLECTIVE)
+    if spec.tags:
+        used.append("tags")
+    if spec.acknowledgments:
+        used.append("acknowledgments")
+    if spec.metric_definitions:
+        used.append("metric_definitions")
+    if spec.subnets:
+        used.append("subnets")
+    if spec.security_group_ids:
+        used.append("security_group_ids")
+    if spec.volume_kms_key is not None:
+        used.append("volume_kms_key")
+    if spec.output_kms_key is not None:
+        used.append("output_kms_key")
+    if spec.checkpoint_local_path is not None:
+        used.append("checkpoint_local_path")
+    if spec.keep_alive_period_in_seconds is not None:
+        used.append("keep_alive_period_in_seconds")
+    return frozenset(used)
+
+
 class RuleContext:
     """The spec plus derived facts; cached so each is computed once per validation."""
 
@@ -132,13 +195,35 @@ class RuleContext:
             _present if is_token is never_a_token else self._present_and_concrete
         )
         self._stats: dict[str, os.stat_result | None] = {}
+        # Deployment inputs, the deployment's first; plain attributes, as each is one lookup.
+        self.region: str | None = self.deployment.region or spec.region
+        self.role_arn: str | None = self.deployment.role_arn or spec.role
+        self.output_path: str | None = spec.output_path
+        #: A custom image named by the user (the DLC version rules do not apply to it).
+        self.explicit_image_uri: str | None = spec.image_uri
+        # The distribution's parts, plain attributes too: rules read them on every plan.
+        distribution = spec.distribution
+        self.launchers: tuple[LauncherConfig, ...] = (
+            tuple(distribution.launchers) if distribution else ()
+        )
+        #: The launcher when exactly one is set; rules about combinations handle the rest.
+        self.launcher: LauncherConfig | None = (
+            self.launchers[0] if len(self.launchers) == 1 else None
+        )
+        self.launcher_kind: Launcher | None = self.launcher.kind if self.launcher else None
+        self.model_parallel: bool = bool(
+            distribution and distribution.model_parallel_parameters is not None
+        )
+        self.requested_distribution_groups: tuple[str, ...] = (
+            distribution.group_names if distribution else ()
+        )
 
     def _present_and_concrete(self, value: Any) -> bool:
         return value is not None and not self.is_token(value)
 
     # -- local files, as ``os.path.isdir`` and ``os.path.isfile`` see them --------------------
 
-    def _stat(self, path: str) -> os.stat_result | None:
+    def stat(self, path: str) -> os.stat_result | None:
         """``os.stat(path)``, once per path and validation (a validation is one snapshot)."""
         stats = self._stats
         if path not in stats:
@@ -150,7 +235,7 @@ class RuleContext:
 
     def is_dir(self, path: str) -> bool:
         """Whether ``path`` is a directory (symbolic links followed), like ``os.path.isdir``."""
-        info = self._stat(path)
+        info = self.stat(path)
         return info is not None and stat.S_ISDIR(info.st_mode)
 
     def is_file(self, path: str) -> bool:
@@ -161,60 +246,36 @@ class RuleContext:
         listing kept from an earlier validation still holds.
         """
         directory, name = os.path.split(path)
-        directory = directory or os.curdir
-        info = self._stat(directory)
-        if info is None or not stat.S_ISDIR(info.st_mode) or name in ("", os.curdir, os.pardir):
+        if name in ("", os.curdir, os.pardir):
             return os.path.isfile(path)
-        listing = _LISTINGS.get(directory)
-        if listing is None or listing.identity != directory_identity(info):
-            listing = _read_listing(directory, info)
-            if listing is None:
-                return os.path.isfile(path)
+        return self._listed_file(directory or os.curdir, name, path)
+
+    def holds_file(self, directory: str, name: str) -> bool:
+        """``is_file(os.path.join(directory, name))``; a plain file name is looked up in the
+        directory's listing without joining and splitting the path."""
+        if os.sep in name or name in ("", os.curdir, os.pardir):
+            return self.is_file(os.path.join(directory, name))
+        return self._listed_file(directory or os.curdir, name, None)
+
+    def _listed_file(self, directory: str, name: str, path: str | None) -> bool:
+        """Whether the entry ``name`` of ``directory`` (at ``path``, joined when None) is a
+        regular file, from the directory's listing."""
+        info = self.stat(directory)
+        listing = None
+        if info is not None and stat.S_ISDIR(info.st_mode):
+            listing = _LISTINGS.get(directory)
+            if listing is None or listing.identity != directory_identity(info):
+                listing = _read_listing(directory, info)
+        if listing is None:
+            return os.path.isfile(os.path.join(directory, name) if path is None else path)
         return name in listing.files
 
-    # -- deployment inputs, deployment first --------------------------------------------------
-
     @cached_property
-    def region(self) -> str | None:
-        return self.deployment.region or self.spec.region
-
-    @cached_property
-    def role_arn(self) -> str | None:
-        return self.deployment.role_arn or self.spec.role
-
-    @cached_property
-    def output_path(self) -> str | None:
-        return self.spec.output_path
-
-    @cached_property
-    def explicit_image_uri(self) -> str | None:
-        """A custom image named by the user (the DLC version rules do not apply to it)."""
-        return self.spec.image_uri
+    def features(self) -> frozenset[str]:
+        """The optional features the spec uses (``spec_features``)."""
+        return spec_features(self.spec)
 
     # -- distribution ---------------------------------------------------------------------------
-
-    @cached_property
-    def launchers(self) -> tuple[LauncherConfig, ...]:
-        return tuple(self.spec.distribution.launchers) if self.spec.distribution else ()
-
-    @cached_property
-    def launcher(self) -> LauncherConfig | None:
-        """The launcher when exactly one is set; rules about combinations handle the rest."""
-        return self.launchers[0] if len(self.launchers) == 1 else None
-
-    @cached_property
-    def launcher_kind(self) -> Launcher | None:
-        return self.launcher.kind if self.launcher else None
-
-    @cached_property
-    def model_parallel(self) -> bool:
-        return bool(
-            self.spec.distribution and self.spec.distribution.model_parallel_parameters is not None
-        )
-
-    @cached_property
-    def requested_distribution_groups(self) -> tuple[str, ...]:
-        return self.spec.distribution.group_names if self.spec.distribution else ()
 
     @cached_property
     def distribution_group(self) -> InstanceGroup | None:
@@ -258,11 +319,10 @@ class RuleContext:
     @cached_property
     def uses_gpu_image(self) -> bool:
         """GPU image when the distribution group has GPUs, or without one when any group has."""
-        known_types = [t for t in self.instance_types if self.known(t)]
         chosen = self.distribution_instance_type
         if chosen is not None and self.known(chosen):
             return catalog.is_gpu(chosen)
-        return any(catalog.is_gpu(t) for t in known_types)
+        return any(catalog.is_gpu(t) for t in self.instance_types if self.known(t))
 
     # -- collectives ----------------------------------------------------------------------------
 
@@ -291,7 +351,7 @@ class RuleContext:
         version = self.spec.framework_version
         if version is None or self.is_token(version):
             return None
-        return catalog.resolved_version(self.spec.framework, version)
+        return catalog.resolved_version(self.release, version)
 
     def version_in(self, versions: frozenset[str]) -> bool:
         """Whether the framework version, as typed or with its alias resolved, is listed."""

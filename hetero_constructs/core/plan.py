@@ -59,24 +59,40 @@ def plan(
     context = RuleContext(chosen.spec, deployment, is_token)
     found = run_rules(context)
     if variant is None:
-        seen = {(v.rule, v.path, v.problem) for v in found}
-        for index in range(1, variants.variant_count(spec)):
-            other = variants.variant(spec, index)
-            other_context = RuleContext(other.spec, deployment, is_token)
-            for violation in run_rules(other_context):
-                named = variants.name_the_fallback(violation, other)
-                key = (named.rule, named.path, named.problem)
-                if (violation.rule, violation.path, violation.problem) in seen or key in seen:
-                    continue
-                seen.add(key)
-                found.append(named)
+        count = variants.variant_count(spec)
+        if count > 1:
+            _add_fallback_violations(found, spec, count, deployment, is_token)
     reasons = spec.acknowledgments
-    acknowledged = tuple(
-        (v, reasons[v.rule]) for v in found if v.severity == "warning" and v.rule in reasons
-    )
-    violations = tuple(v for v in found if v.severity != "warning" or v.rule not in reasons)
+    if reasons:
+        acknowledged = tuple(
+            (v, reasons[v.rule]) for v in found if v.severity == "warning" and v.rule in reasons
+        )
+        violations = tuple(v for v in found if v.severity != "warning" or v.rule not in reasons)
+    else:
+        acknowledged, violations = (), tuple(found)
     request = None if violations else request_of(context)
     return Plan(request, violations, context, acknowledged)
+
+
+def _add_fallback_violations(
+    found: list[Violation],
+    spec: TrainingSpec,
+    count: int,
+    deployment: Deployment | None,
+    is_token: TokenPredicate,
+) -> None:
+    """Add the violations of fallback variants 1 to ``count - 1`` not already ``found``."""
+    seen = {(v.rule, v.path, v.problem) for v in found}
+    for index in range(1, count):
+        other = variants.variant(spec, index)
+        other_context = RuleContext(other.spec, deployment, is_token)
+        for violation in run_rules(other_context):
+            named = variants.name_the_fallback(violation, other)
+            key = (named.rule, named.path, named.problem)
+            if (violation.rule, violation.path, violation.problem) in seen or key in seen:
+                continue
+            seen.add(key)
+            found.append(named)
 
 
 def validate(

@@ -34,13 +34,18 @@ class S3Uri:
     @staticmethod
     def parse(uri: str) -> S3Uri | None:
         """``s3://bucket/key`` split; ``None`` for anything else (``https://``, no bucket)."""
-        if not isinstance(uri, str) or not uri.startswith(SCHEME):
-            return None
-        bucket, _, key = uri.removeprefix(SCHEME).partition("/")
-        return S3Uri(bucket, key) if bucket else None
+        bucket = bucket_of(uri)
+        return None if bucket is None else S3Uri(bucket, uri[len(SCHEME) + len(bucket) + 1 :])
 
     def __str__(self) -> str:
         return f"{SCHEME}{self.bucket}/{self.key}"
+
+
+def bucket_of(uri: object) -> str | None:
+    """The bucket of an ``s3://bucket/key`` URI; ``None`` for anything else (as ``S3Uri.parse``)."""
+    if not isinstance(uri, str) or not uri.startswith(SCHEME):
+        return None
+    return uri[len(SCHEME) :].partition("/")[0] or None
 
 
 def key_patterns(prefix: str) -> list[str]:
@@ -88,14 +93,14 @@ def bucket_name_problem(name: str) -> str | None:
         return "it does not begin and end with a letter or digit"
     if ".." in name:
         return "it has two adjacent dots"
-    if _IP_ADDRESS.fullmatch(name):
+    if name[0].isdigit() and _IP_ADDRESS.fullmatch(name):  # an address starts with a digit
         return "it is formatted as an IP address"
-    for prefix in RESERVED_BUCKET_PREFIXES:
-        if name.startswith(prefix):
-            return f"the prefix {prefix} is reserved"
-    for suffix in RESERVED_BUCKET_SUFFIXES:
-        if name.endswith(suffix):
-            return f"the suffix {suffix} is reserved"
+    if name.startswith(RESERVED_BUCKET_PREFIXES):  # one call for all; which one, below
+        prefix = next(p for p in RESERVED_BUCKET_PREFIXES if name.startswith(p))
+        return f"the prefix {prefix} is reserved"
+    if name.endswith(RESERVED_BUCKET_SUFFIXES):
+        suffix = next(s for s in RESERVED_BUCKET_SUFFIXES if name.endswith(s))
+        return f"the suffix {suffix} is reserved"
     return None
 
 

@@ -86,16 +86,22 @@ def _unchanged(directory: str, identity: tuple[int, int, int]) -> bool:
     return stat.S_ISDIR(info.st_mode) and directory_identity(info) == identity
 
 
-def problems(root: Path) -> tuple[SourceProblem, ...]:
-    """The entries under ``root`` that cannot be packaged (``scan(root).problems``)."""
+def problems(
+    root: str | os.PathLike[str], root_info: os.stat_result | None = None
+) -> tuple[SourceProblem, ...]:
+    """The entries under ``root`` that cannot be packaged (``scan(root).problems``).
+
+    ``root_info`` is ``os.stat(root)`` when the caller has just taken it for the same check
+    (a rule's validation is one snapshot of the file system): the root is then not stat again.
+    """
     key = os.fspath(root)
     kept = _CLEAN_TREES.get(key)
     if kept is not None:
-        if all(_unchanged(directory, identity) for directory, identity in kept):
+        if _still_clean(kept, root_info):
             return ()
         del _CLEAN_TREES[key]
     directories: list[tuple[str, os.stat_result]] = []
-    tree = _walk(root, directories)
+    tree = _walk(Path(root), directories)
     if tree.problems or not directories:  # not kept: problems, or links met (no directories)
         return tree.problems
     if all(settled(info) for _, info in directories):
@@ -103,6 +109,19 @@ def problems(root: Path) -> tuple[SourceProblem, ...]:
             _CLEAN_TREES.clear()
         _CLEAN_TREES[key] = tuple((d, directory_identity(info)) for d, info in directories)
     return ()
+
+
+def _still_clean(
+    kept: tuple[tuple[str, tuple[int, int, int]], ...], root_info: os.stat_result | None
+) -> bool:
+    """Whether no directory of a kept clean tree changed (the root's first, as walked)."""
+    if root_info is None:
+        return all(_unchanged(directory, identity) for directory, identity in kept)
+    return (
+        stat.S_ISDIR(root_info.st_mode)
+        and directory_identity(root_info) == kept[0][1]
+        and all(_unchanged(directory, identity) for directory, identity in kept[1:])
+    )
 
 
 def scan(root: Path) -> SourceTree:

@@ -172,7 +172,7 @@ class TrainingChannel:
     @property
     def group_names(self) -> tuple[str, ...]:
         """The instance groups this channel is sent to (empty: every instance)."""
-        return tuple(str(name) for name in self.instance_groups)
+        return tuple(map(str, self.instance_groups))
 
 
 @checked_constructor
@@ -374,7 +374,7 @@ class DistributedTraining:
     @property
     def group_names(self) -> tuple[str, ...]:
         """The distribution instance groups, by name."""
-        return tuple(str(name) for name in self.instance_groups)
+        return tuple(map(str, self.instance_groups))
 
     @property
     def launcher_kinds(self) -> tuple[Launcher, ...]:
@@ -544,4 +544,7 @@ class TrainingSpec:
     # -- derived views used by rules and the request builder --------------------------------
 
     def group(self, name: str) -> InstanceGroup | None:
-        return next((g for g in self.instance_groups if g.name == name), None)
+        for group in self.instance_groups:
+            if group.name == name:
+                return group
+        return None

@@ -11,8 +11,11 @@ from hypothesis import strategies as st
 from hetero_constructs.core.context import RuleContext, cached_property
 from hetero_constructs.core.request.hyperparameters import encode
 from hetero_constructs.core.rules import RULES, run_rules
+from hetero_constructs.core.spec import TrainingSpec
 from hetero_constructs.core.spec_file import read_spec
 from tests.core.specs import spec_dict
+from tests.core.test_properties import spec_dicts
+from tests.core.test_rules import CASES
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -54,3 +57,59 @@ def test_dispatch_gives_what_each_rule_reports_in_catalogue_order() -> None:
     expected = [v for r in RULES if not r.backstop for v in r.run(context)]
     assert len(expected) >= 3
     assert run_rules(RuleContext(spec)) == expected
+
+
+def skipped_rules_that_find_something(spec: TrainingSpec) -> list[str]:
+    """Rules the runner skips for the spec (a feature they need is not used) that, run all the
+    same, find something: there must be none."""
+    context = RuleContext(spec)
+    skipped = [r for r in RULES if r.needs and not r.needs & context.features]
+    return [r.id for r in skipped if list(r.check(context))]
+
+
+def test_rules_skipped_for_unused_features_find_nothing_in_the_rule_cases() -> None:
+    """Each rule's failing and passing cases (test_rules), run with every rule."""
+    specs = [
+        read_spec(spec_dict(case) if "framework" not in case else dict(case)).spec
+        for failing, passing in CASES.values()
+        for case in [*failing, *passing]
+    ]
+    assert len(specs) > 100
+    for spec in specs:
+        if spec is not None:
+            assert skipped_rules_that_find_something(spec) == [], spec
+
+
+@st.composite
+def specs_with_optional_features(draw: st.DrawFn) -> dict[str, Any]:
+    """Generated specs, each optional feature present or not, its value fine or not."""
+    data = draw(spec_dicts())
+    options: dict[str, st.SearchStrategy[Any]] = {
+        "tags": st.sampled_from(
+            [{}, {"team": "ml"}, {"aws:x": "y"}, {"hetero-constructs:slot": "1"}]
+            + [{f"t{i}": "v" for i in range(n)} for n in (47, 51)]
+        ),
+        "acknowledgments": st.sampled_from(
+            [{}, {"HC-FRAMEWORK-VERSION": "ok"}, {"API-ROLE": "a reason long enough"}]
+        ),
+        "metric_definitions": st.sampled_from([[], [{"Name": "", "Regex": "x"}]]),
+        "subnets": st.sampled_from([[], ["subnet-0abc"], ["subnet_bad"]]),
+        "security_group_ids": st.sampled_from([[], ["sg-1"]]),
+        "volume_kms_key": st.sampled_from(["", "bad key!", "alias/training"]),
+        "output_kms_key": st.sampled_from(["", "k" * 2049]),
+        "checkpoint_local_path": st.sampled_from(["", "/opt/ml/checkpoints", "x" * 5000]),
+        "keep_alive_period_in_seconds": st.sampled_from([0, 600, 7200]),
+        "smddp_collective": st.sampled_from(["AllReduce", "AllGather"]),
+    }
+    for key, values in options.items():
+        if draw(st.booleans()):
+            data[key] = draw(values)
+    return data
+
+
+@settings(max_examples=300, deadline=None)
+@given(specs_with_optional_features())
+def test_rules_skipped_for_unused_features_find_nothing(data: dict[str, Any]) -> None:
+    spec = read_spec(data).spec
+    if spec is not None:
+        assert skipped_rules_that_find_something(spec) == []

@@ -57,6 +57,9 @@ def test_answers_are_those_of_os_path(tree: Path) -> None:
             path = os.path.join(tree, name)
             assert context.is_file(path) == os.path.isfile(path), name
             assert context.is_dir(path) == os.path.isdir(path), name
+            for directory in (str(tree), f"{tree}/", f"{tree}/pkg", f"{tree}/train.py", ""):
+                joined = os.path.join(directory, name)
+                assert context.holds_file(directory, name) == os.path.isfile(joined), joined
     assert not fresh_context().is_file("bad\0path") and not fresh_context().is_dir("bad\0path")
 
 
@@ -87,8 +90,9 @@ def test_a_validation_is_one_snapshot(tree: Path) -> None:
 def test_the_rules_asking_about_local_files_stat_the_source_dir_once(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """FW-ENTRY-POINT, FW-SOURCE-DIR (before its tree scan) and LAU-TORCH-DISTRIBUTED-ENTRY-POINT
-    share one stat of source_dir (they called os.stat on it four times between them)."""
+    """FW-ENTRY-POINT, FW-SOURCE-DIR (its kept clean tree included) and
+    LAU-TORCH-DISTRIBUTED-ENTRY-POINT share one stat of source_dir (they called os.stat on it
+    four times between them)."""
     spec = load_spec_file(EXAMPLE)
     assert spec.source_dir is not None
     assert plan(spec).ok  # the listing of source_dir is read and kept
@@ -101,7 +105,7 @@ def test_the_rules_asking_about_local_files_stat_the_source_dir_once(
 
     monkeypatch.setattr(os, "stat", counting_stat)
     context = RuleContext(spec)
-    for rule_id in ("FW-ENTRY-POINT", "LAU-TORCH-DISTRIBUTED-ENTRY-POINT"):
+    for rule_id in ("FW-ENTRY-POINT", "FW-SOURCE-DIR", "LAU-TORCH-DISTRIBUTED-ENTRY-POINT"):
         assert list(rule_by_id(rule_id).check(context)) == []
     assert context.is_dir(spec.source_dir)
     assert calls == [spec.source_dir]

@@ -53,10 +53,18 @@ def test_a_clean_settled_tree_is_answered_by_one_stat_per_directory(
     assert len(listings) == 3  # nothing listed again
 
 
+def root_info(root: Path, given: bool) -> os.stat_result | None:
+    """The root's stat as a rule passes it (taken in the same validation), or none."""
+    return os.stat(root) if given else None
+
+
+@pytest.mark.parametrize("given", [False, True], ids=["stat here", "root stat given"])
 @pytest.mark.parametrize("where", [".", "pkg", "pkg/deep"])
 @pytest.mark.parametrize("change", ["fifo", "dangling link", "file replaced by a fifo"])
-def test_any_change_at_any_depth_is_seen(clean_tree: Path, where: str, change: str) -> None:
-    assert problems(clean_tree) == ()
+def test_any_change_at_any_depth_is_seen(
+    clean_tree: Path, where: str, change: str, given: bool
+) -> None:
+    assert problems(clean_tree, root_info(clean_tree, given)) == ()
     directory = clean_tree / where
     if change == "fifo":
         os.mkfifo(directory / "pipe")
@@ -66,7 +74,7 @@ def test_any_change_at_any_depth_is_seen(clean_tree: Path, where: str, change: s
         victim = next(p for p in directory.iterdir() if p.is_file())
         victim.unlink()
         os.mkfifo(victim)
-    assert problems(clean_tree) == scan(clean_tree).problems != ()
+    assert problems(clean_tree, root_info(clean_tree, given)) == scan(clean_tree).problems != ()
 
 
 def test_a_directory_replaced_by_another_is_seen(clean_tree: Path) -> None:

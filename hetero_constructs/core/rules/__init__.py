@@ -39,19 +39,34 @@ _RULE_TOPICS = {r.id: r.topic for r in RULES}
 _FIELD_TOPICS = frozenset({"api", "values"})
 
 
+# Features a spec uses -> the regular rules that can find something in such a spec, in order.
+_RULES_FOR_FEATURES: dict[frozenset[str], tuple[Rule, ...]] = {}
+
+
+def _regular_rules(features: frozenset[str]) -> tuple[Rule, ...]:
+    """The regular rules, without those that need a feature the spec does not use."""
+    selected = _RULES_FOR_FEATURES.get(features)
+    if selected is None:
+        selected = tuple(r for r in _REGULAR if not r.needs or r.needs & features)
+        if len(_RULES_FOR_FEATURES) >= 256:
+            _RULES_FOR_FEATURES.clear()
+        _RULES_FOR_FEATURES[features] = selected
+    return selected
+
+
 def run_rules(context: RuleContext) -> list[Violation]:
     """Every violation of every rule, in catalogue order; backstops only if nothing else fired.
 
     One root cause, one violation: a path whose value fails its own field's rule gets no
-    follow-on violations from rules that depend on that value.
+    follow-on violations from rules that depend on that value. A rule that needs an optional
+    feature the spec does not use (``Rule.needs``) is not run: it would find nothing.
     """
     violations: list[Violation] = []
     invalid_fields: set[str] = set()
-    for registered in _REGULAR:
-        field_rule = registered.topic in _FIELD_TOPICS
+    for registered in _regular_rules(context.features):
         for finding in registered.check(context):
             violations.append(registered.violation(finding))
-            if field_rule:
+            if registered.topic in _FIELD_TOPICS:
                 invalid_fields.add(finding.path)
     if invalid_fields:
         violations = [

@@ -17,6 +17,7 @@ MIN_REASON = 10
     "would reject",
     example='acknowledgments: {"LAU-SMDDP-INSTANCE": "p3dn is in the SDK\'s SMDDP list; '
     'measured on our cluster"}',
+    needs=("acknowledgments",),
 )
 def acknowledged_rules(context: RuleContext) -> Iterator[Finding]:
     """Acknowledgments name warning rules of the catalogue, each with a reason."""

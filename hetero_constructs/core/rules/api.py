@@ -16,13 +16,14 @@ from hetero_constructs.core.request import hyperparameters as hp
 from hetero_constructs.core.request.builder import request_of
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.rules.helpers import (
+    S3_URI,
     channel_path,
+    count_finding,
     enum_finding,
+    misfits_count,
     misfits_string,
     misses_enum,
-    model_count,
     one_of,
-    s3_uri_finding,
     string_finding,
 )
 
@@ -153,8 +154,8 @@ def channels(context: RuleContext) -> Iterator[Finding]:
                 "rename the channel",
             )
     total = list(spec.channels) + ([None] if spec.enable_network_isolation else [])
-    if total:
-        yield from model_count("channels", total, _CHANNELS, "channels")
+    if total and misfits_count(total, _CHANNELS):
+        yield count_finding("channels", total, _CHANNELS, "channels")
 
 
 @rule(
@@ -187,12 +188,11 @@ def s3_uris(context: RuleContext) -> Iterator[Finding]:
     """Channel, output and checkpoint locations are S3 URIs the API accepts."""
     spec = context.spec
     for channel in spec.channels:
-        yield from s3_uri_finding(
-            context, channel_path(channel.name, "s3_uri"), channel.s3_uri, "channel S3 URI"
-        )
-    yield from s3_uri_finding(
-        context, "checkpoint_s3_uri", spec.checkpoint_s3_uri, "checkpoint URI"
-    )
+        if misfits_string(context, channel.s3_uri, S3_URI):
+            path = channel_path(channel.name, "s3_uri")
+            yield string_finding(path, channel.s3_uri, S3_URI, "channel S3 URI")
+    if misfits_string(context, spec.checkpoint_s3_uri, S3_URI):
+        yield string_finding("checkpoint_s3_uri", spec.checkpoint_s3_uri, S3_URI, "checkpoint URI")
     output = context.output_path
     if output is None:
         yield Finding(
@@ -202,8 +202,8 @@ def s3_uris(context: RuleContext) -> Iterator[Finding]:
             "an s3:// URI",
             'set output_path, e.g. "s3://my-bucket/training-output"',
         )
-    else:
-        yield from s3_uri_finding(context, "output_path", output, "output path")
+    elif misfits_string(context, output, S3_URI):
+        yield string_finding("output_path", output, S3_URI, "output path")
 
 
 @rule(
@@ -227,9 +227,10 @@ def hyperparameters(context: RuleContext) -> Iterator[Finding]:
                 "rename the hyperparameter",
             )
     encoded = request_of(context)["HyperParameters"]
-    added = len(encoded) - len(user)
-    room = (service_model.bounds("HyperParameters").maximum or 0) - added
-    for finding in model_count("hyperparameters", encoded, "HyperParameters", "hyperparameters"):
+    if misfits_count(encoded, "HyperParameters"):
+        added = len(encoded) - len(user)
+        room = (service_model.bounds("HyperParameters").maximum or 0) - added
+        finding = count_finding("hyperparameters", encoded, "HyperParameters", "hyperparameters")
         yield Finding(
             finding.path,
             f"{finding.problem} ({added} of them are the toolkit's own keys.)",
@@ -255,7 +256,8 @@ def hyperparameters(context: RuleContext) -> Iterator[Finding]:
 def environment(context: RuleContext) -> Iterator[Finding]:
     """Environment variables fit the API: count, name pattern, value length."""
     env = request_of(context).get("Environment", {})
-    yield from model_count("environment", env, "Environment", "variables")
+    if misfits_count(env, "Environment"):
+        yield count_finding("environment", env, "Environment", "variables")
     for key, value in context.spec.environment.items():
         if misfits_string(context, key, _ENV_KEY):
             yield string_finding(f"environment.{key}", key, _ENV_KEY, "environment variable name")
@@ -350,6 +352,7 @@ def resources(context: RuleContext) -> Iterator[Finding]:
     "API-NETWORK",
     source=f"{_MODEL} VpcConfig; SDK v2 estimator.py (subnets and security groups together)",
     example='subnets: ["subnet-0abc1234"], security_group_ids: ["sg-0abc1234"]',
+    needs=("subnets", "security_group_ids"),
 )
 def network(context: RuleContext) -> Iterator[Finding]:
     """Subnets and security groups come together, within the API's counts and patterns."""
@@ -370,7 +373,8 @@ def network(context: RuleContext) -> Iterator[Finding]:
         ("subnets", spec.subnets, "VpcConfig.Subnets"),
         ("security_group_ids", spec.security_group_ids, "VpcConfig.SecurityGroupIds"),
     ):
-        yield from model_count(field, items, member, field.replace("_", " "))
+        if misfits_count(items, member):
+            yield count_finding(field, items, member, field.replace("_", " "))
         item_path = f"{member}[]"
         for index, item in enumerate(items):
             if misfits_string(context, item, item_path):
@@ -381,6 +385,7 @@ def network(context: RuleContext) -> Iterator[Finding]:
     "API-KMS-KEYS",
     source=f"{_MODEL} KmsKeyId",
     example='output_kms_key: "arn:aws:kms:us-west-2:111122223333:key/1234abcd-..."',
+    needs=("volume_kms_key", "output_kms_key"),
 )
 def kms_keys(context: RuleContext) -> Iterator[Finding]:
     """KMS keys for the volume and the output fit the API's pattern."""
@@ -417,11 +422,13 @@ def role(context: RuleContext) -> Iterator[Finding]:
     "API-TAGS",
     source=f"{_MODEL} TagList; AWS tagging rules (the aws: prefix is reserved)",
     example='tags: {"team": "ml-platform"}',
+    needs=("tags",),
 )
 def tags(context: RuleContext) -> Iterator[Finding]:
     """Tags fit the API: count, key and value patterns; ``aws:`` keys are reserved."""
     spec_tags = context.spec.tags
-    yield from model_count("tags", spec_tags, "Tags", "tags")
+    if misfits_count(spec_tags, "Tags"):
+        yield count_finding("tags", spec_tags, "Tags", "tags")
     for key, value in spec_tags.items():
         if misfits_string(context, key, "Tags[].Key"):
             yield string_finding(f"tags.{key}", key, "Tags[].Key", "tag key")
@@ -442,6 +449,7 @@ def tags(context: RuleContext) -> Iterator[Finding]:
     source=f"{_MODEL} CheckpointConfig (S3Uri required, LocalPath)",
     example='checkpoint_s3_uri: "s3://my-bucket/checkpoints", checkpoint_local_path: '
     '"/opt/ml/checkpoints"',
+    needs=("checkpoint_local_path",),
 )
 def checkpoint(context: RuleContext) -> Iterator[Finding]:
     """A checkpoint local path comes with a checkpoint S3 URI and fits the API."""
@@ -465,13 +473,15 @@ def checkpoint(context: RuleContext) -> Iterator[Finding]:
     "API-METRICS",
     source=f"{_MODEL} MetricDefinitions (count, Name, Regex)",
     example='metric_definitions: [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]',
+    needs=("metric_definitions",),
 )
 def metrics(context: RuleContext) -> Iterator[Finding]:
     """Metric definitions fit the API: count, name and regex lengths."""
     definitions = context.spec.metric_definitions
     if not definitions:
         return
-    yield from model_count("metric_definitions", definitions, _METRICS, "metric definitions")
+    if misfits_count(definitions, _METRICS):
+        yield count_finding("metric_definitions", definitions, _METRICS, "metric definitions")
     for index, metric in enumerate(definitions):
         for field, value, what in (
             ("Name", metric.name, "metric name"),

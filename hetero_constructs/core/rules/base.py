@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.context import FEATURES, RuleContext
 from hetero_constructs.core.violations import Violation
 
 
@@ -39,6 +39,9 @@ class Rule(NamedTuple):
     backstop: bool = False
     #: ``error`` (never acknowledged) or ``warning`` (acknowledgeable with a reason).
     severity: str = "error"
+    #: Optional features of a spec (``context.FEATURES``) the rule needs, any one of them, to
+    #: find something; empty when it can find something in any spec.
+    needs: frozenset[str] = frozenset()
 
     def run(self, context: RuleContext) -> Iterator[Violation]:
         for finding in self.check(context):
@@ -64,7 +67,13 @@ SEVERITIES = ("error", "warning")
 
 
 def rule(
-    rule_id: str, *, source: str, example: str, backstop: bool = False, severity: str = "error"
+    rule_id: str,
+    *,
+    source: str,
+    example: str,
+    backstop: bool = False,
+    severity: str = "error",
+    needs: Iterable[str] = (),
 ) -> Callable[[CheckFunction], Rule]:
     """Register a check function as a rule.
 
@@ -74,9 +83,15 @@ def rule(
     repeats, in the request's terms, a problem a narrower rule already explained.
     ``severity="warning"`` marks a documented recommendation where sources disagree: a user
     may acknowledge it with a reason; errors cannot be acknowledged.
+    ``needs`` names the optional features (``context.FEATURES``) of which a spec must use at
+    least one for the check to find anything; the runner skips the rule for other specs. It
+    must follow from the check's own conditions (tests run every rule on specs without them).
     """
     if severity not in SEVERITIES:
         raise ValueError(f"{rule_id}: severity {severity!r} is not one of {SEVERITIES}")
+    needed = frozenset(needs)
+    if not needed <= FEATURES:
+        raise ValueError(f"{rule_id}: needs {sorted(needed - FEATURES)}, not in FEATURES")
 
     def register(check: CheckFunction) -> Rule:
         doc = inspect.cleandoc(check.__doc__ or "")
@@ -94,6 +109,7 @@ def rule(
             check,
             backstop,
             severity,
+            needed,
         )
         REGISTRY.append(registered)
         return registered

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from typing import Any
 
 from hetero_constructs.core import catalog
 from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.fieldcheck import is_integer
 from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.rules.helpers import channel_path, group_path, model_count
+from hetero_constructs.core.rules.helpers import (
+    channel_path,
+    count_finding,
+    group_path,
+    misfits_count,
+)
 from hetero_constructs.core.spec import Launcher
 
 _SEED = "Seed 002 (train with a heterogeneous cluster)"
@@ -60,10 +66,9 @@ def groups_or_type(context: RuleContext) -> Iterator[Finding]:
 )
 def group_count(context: RuleContext) -> Iterator[Finding]:
     """A heterogeneous cluster has at most as many instance groups as the API takes (5)."""
-    if context.spec.instance_groups:
-        yield from model_count(
-            "instance_groups", context.spec.instance_groups, _GROUPS_PATH, "instance groups"
-        )
+    groups = context.spec.instance_groups
+    if groups and misfits_count(groups, _GROUPS_PATH):
+        yield count_finding("instance_groups", groups, _GROUPS_PATH, "instance groups")
 
 
 @rule(
@@ -73,7 +78,10 @@ def group_count(context: RuleContext) -> Iterator[Finding]:
 )
 def group_names_unique(context: RuleContext) -> Iterator[Finding]:
     """Instance group names are unique within a job."""
-    counts = Counter(g.name for g in context.spec.instance_groups)
+    names = [g.name for g in context.spec.instance_groups]
+    if len(set(names)) == len(names):  # the usual case, decided without counting
+        return
+    counts = Counter(names)
     for name, count in counts.items():
         if count > 1 and context.known(name):
             yield Finding(
@@ -94,16 +102,16 @@ def group_names_unique(context: RuleContext) -> Iterator[Finding]:
 def instance_count(context: RuleContext) -> Iterator[Finding]:
     """Every group, and a homogeneous cluster, has at least one instance."""
     spec = context.spec
-    counted = [
-        (f"instance_groups[{i}].instance_count", g.instance_count)
-        for i, g in enumerate(spec.instance_groups)
-    ]
+    # (group index, or None for the homogeneous count; the count)
+    counted: list[tuple[int | None, Any]] = list(
+        enumerate(g.instance_count for g in spec.instance_groups)
+    )
     if spec.instance_count is not None:
-        counted.append(("instance_count", spec.instance_count))
-    for path, count in counted:
+        counted.append((None, spec.instance_count))
+    for index, count in counted:
         if context.known(count) and is_integer(count) and count < 1:
             yield Finding(
-                path,
+                "instance_count" if index is None else f"instance_groups[{index}].instance_count",
                 "An instance count below 1 starts no instance.",
                 count,
                 "an integer >= 1",
@@ -308,15 +316,16 @@ def channel_group_limit(context: RuleContext) -> Iterator[Finding]:
     for channel in context.spec.channels:
         if not channel.instance_groups:
             continue
-        path = channel_path(channel.name, "instance_groups")
-        yield from model_count(path, channel.group_names, _CHANNEL_GROUPS_PATH, "group names")
         names = channel.group_names
+        if misfits_count(names, _CHANNEL_GROUPS_PATH):
+            path = channel_path(channel.name, "instance_groups")
+            yield count_finding(path, names, _CHANNEL_GROUPS_PATH, "group names")
         if len(set(names)) == len(names):
             continue
         repeated = sorted(n for n, c in Counter(names).items() if c > 1)
         if repeated:
             yield Finding(
-                path,
+                channel_path(channel.name, "instance_groups"),
                 "The channel names an instance group more than once.",
                 repeated,
                 "each group name once",
@@ -337,6 +346,7 @@ MAX_KEEP_ALIVE_SECONDS = 3600
     "HC-WARM-POOL",
     source=_WARM_POOLS,
     example="instance_type: ml.g5.2xlarge, instance_count: 1, keep_alive_period_in_seconds: 1800",
+    needs=("keep_alive_period_in_seconds",),
 )
 def warm_pool(context: RuleContext) -> Iterator[Finding]:
     """A warm pool (keep_alive_period_in_seconds) is for homogeneous on-demand jobs, at most 1 h."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hetero_constructs.core import catalog
-from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.context import SMDDP_COLLECTIVE, RuleContext
 from hetero_constructs.core.request.builder import SMDDP_ALLGATHER_ENV
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.spec import Launcher, SmddpCollective
@@ -22,6 +22,7 @@ def _chosen(context: RuleContext) -> tuple[SmddpCollective, ...]:
     "COL-NEEDS-SMDDP-LAUNCHER",
     source=_SEED,
     example='smddp_collective: "AllGather", distribution: {"torch_distributed": {"enabled": true}}',
+    needs=(SMDDP_COLLECTIVE,),
 )
 def needs_smddp_launcher(context: RuleContext) -> Iterator[Finding]:
     """A collective is chosen only together with an SMDDP launcher.
@@ -46,6 +47,7 @@ def needs_smddp_launcher(context: RuleContext) -> Iterator[Finding]:
     source=_SEED + ": 'to replace NCCL AllReduce with SMDDP AllReduce, choose an mpirun-based "
     "option: smdistributed or pytorchddp'",
     example='smddp_collective: "AllReduce", distribution: {"pytorchddp": {"enabled": true}}',
+    needs=(SMDDP_COLLECTIVE,),
 )
 def allreduce_needs_mpirun(context: RuleContext) -> Iterator[Finding]:
     """SMDDP AllReduce needs an mpirun-based launcher (``pytorchddp`` or ``smdistributed``)."""
@@ -68,6 +70,7 @@ def allreduce_needs_mpirun(context: RuleContext) -> Iterator[Finding]:
     "COL-EXCLUSIVE",
     source=_SEED + ": 'SMDDP AllReduce and SMDDP AllGather are not mutually compatible'",
     example='smddp_collective: "AllGather"',
+    needs=(SMDDP_COLLECTIVE,),
 )
 def collectives_exclusive(context: RuleContext) -> Iterator[Finding]:
     """SMDDP AllReduce and AllGather are never used together.
@@ -105,6 +108,7 @@ def collectives_exclusive(context: RuleContext) -> Iterator[Finding]:
     example='instance_groups: [{"name": "gpu", "instance_type": "ml.p4d.24xlarge", '
     '"instance_count": 2}]',
     severity="warning",
+    needs=(SMDDP_COLLECTIVE,),
 )
 def collective_instance(context: RuleContext) -> Iterator[Finding]:
     """An SMDDP collective chosen under ``torch_distributed`` needs an SMDDP instance type.

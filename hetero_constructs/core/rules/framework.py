@@ -163,7 +163,7 @@ def entry_point(context: RuleContext) -> Iterator[Finding]:
     source_dir = spec.source_dir
     if not source_dir or not context.known(source_dir) or source_dir.startswith("s3://"):
         return
-    if context.is_dir(source_dir) and not context.is_file(os.path.join(source_dir, entry)):
+    if context.is_dir(source_dir) and not context.holds_file(source_dir, entry):
         yield Finding(
             "entry_point",
             "The entry point is not in source_dir.",
@@ -210,16 +210,24 @@ def source_dir(context: RuleContext) -> Iterator[Finding]:
             "fix the path (a spec file's relative paths start at the file's folder)",
         )
     else:
-        yield from source_tree_findings(Path(value))
+        yield from source_tree_findings(value, root_info=context.stat(value))
 
 
 # Problems of one source directory reported one by one, then counted.
 _LISTED_SOURCE_PROBLEMS = 10
 
 
-def source_tree_findings(root: Path, path: str = "source_dir") -> Iterator[Finding]:
-    """What in the directory ``root`` cannot be packaged (shared with the packaging)."""
-    problems = source_problems(root)
+def source_tree_findings(
+    root: str | Path, path: str = "source_dir", root_info: os.stat_result | None = None
+) -> Iterator[Finding]:
+    """What in the directory ``root`` cannot be packaged (shared with the packaging).
+
+    ``root_info``: the stat of ``root`` already taken in this validation (see ``problems``).
+    """
+    problems = source_problems(root, root_info)
+    if not problems:
+        return
+    root = Path(root)  # named as pathlib writes it
     for problem in problems[:_LISTED_SOURCE_PROBLEMS]:
         yield Finding(
             path,

@@ -80,19 +80,23 @@ def model_enum(
         yield enum_finding(path, value, model_path, what)
 
 
-def model_count(path: str, items: Sized, model_path: str, what: str) -> Iterator[Finding]:
-    """A list or map size against the API model's bounds."""
+def misfits_count(items: Sized, model_path: str) -> bool:
+    """A list or map whose size is outside the bounds the API model gives ``model_path``."""
     bounds = service_model.bounds(model_path)
     size = len(items)
-    if size < (bounds.minimum or 0) or (bounds.maximum is not None and size > bounds.maximum):
-        allowed = bounds.describe_length(what)
-        yield Finding(
-            path=path,
-            problem=f"There are {size} {what}; the CreateTrainingJob API takes {allowed}.",
-            value=size,
-            allowed=allowed,
-            fix=f"use {allowed}",
-        )
+    return size < (bounds.minimum or 0) or (bounds.maximum is not None and size > bounds.maximum)
+
+
+def count_finding(path: str, items: Sized, model_path: str, what: str) -> Finding:
+    """The finding for a list or map that ``misfits_count``."""
+    allowed = service_model.bounds(model_path).describe_length(what)
+    return Finding(
+        path=path,
+        problem=f"There are {len(items)} {what}; the CreateTrainingJob API takes {allowed}.",
+        value=len(items),
+        allowed=allowed,
+        fix=f"use {allowed}",
+    )
 
 
 def group_path(context: RuleContext, name: str) -> str:
@@ -107,8 +111,3 @@ def channel_path(name: str, field: str = "") -> str:
 
 
 S3_URI = "InputDataConfig[].DataSource.S3DataSource.S3Uri"
-
-
-def s3_uri_finding(context: RuleContext, path: str, value: Any, what: str) -> Iterator[Finding]:
-    if misfits_string(context, value, S3_URI):
-        yield string_finding(path, value, S3_URI, what)

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hetero_constructs.core import catalog
-from hetero_constructs.core.context import RuleContext
+from hetero_constructs.core.context import MODEL_PARALLEL, RuleContext
 from hetero_constructs.core.fieldcheck import is_integer
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.spec import Framework, Launcher
@@ -57,8 +57,8 @@ def one_launcher(context: RuleContext) -> Iterator[Finding]:
     is always a mistake. (``smdistributed.modelparallel`` is a library, not a launcher: it runs
     under ``mpi`` or ``torch_distributed``.)
     """
-    kinds = {entry.kind for entry in context.launchers}
-    if len(context.launchers) > 1 and kinds != _SMDDP:  # that pair has its own rule
+    if len(context.launchers) > 1 and {e.kind for e in context.launchers} != _SMDDP:
+        # (pytorchddp with smdistributed.dataparallel has its own rule)
         names = [entry.kind.value for entry in context.launchers]
         yield Finding(
             "distribution",
@@ -74,6 +74,7 @@ def one_launcher(context: RuleContext) -> Iterator[Finding]:
     "LAU-PYTORCHDDP-SMDISTRIBUTED",
     source=f"{_SDK_FW} and pytorch/estimator.py: 'Cannot use both pytorchddp and smdistributed'",
     example='distribution: {"pytorchddp": {"enabled": true}}',
+    needs=(Launcher.PYTORCH_DDP,),
 )
 def pytorchddp_with_smdistributed(context: RuleContext) -> Iterator[Finding]:
     """``pytorchddp`` and ``smdistributed`` are never combined."""
@@ -124,6 +125,7 @@ def launcher_framework(context: RuleContext) -> Iterator[Finding]:
     source=f"{_SDK_FW} validate_torch_distributed_distribution",
     example='instance_groups: [{"name": "gpu", "instance_type": "ml.p4d.24xlarge", '
     '"instance_count": 2}]',
+    needs=(Launcher.TORCH_DISTRIBUTED,),
 )
 def torch_distributed_instance(context: RuleContext) -> Iterator[Finding]:
     """``torch_distributed`` runs only on the GPU or Trainium instance types."""
@@ -145,6 +147,7 @@ def torch_distributed_instance(context: RuleContext) -> Iterator[Finding]:
     source=f"{_SDK_FW} TORCH_DISTRIBUTED_GPU_SUPPORTED_FRAMEWORK_VERSIONS and "
     "TRAINIUM_SUPPORTED_TORCH_DISTRIBUTED_FRAMEWORK_VERSIONS",
     example='framework_version: "2.3.0", py_version: "py311"',
+    needs=(Launcher.TORCH_DISTRIBUTED,),
 )
 def torch_distributed_version(context: RuleContext) -> Iterator[Finding]:
     """``torch_distributed`` needs a supported PyTorch version and a ``py3*`` Python.
@@ -188,10 +191,11 @@ def torch_distributed_version(context: RuleContext) -> Iterator[Finding]:
     source="SDK v2 fw_utils (entry point must be *.py); training toolkit torch_distributed.py "
     "(no setup.py packages)",
     example='entry_point: "train.py"',
+    needs=(Launcher.TORCH_DISTRIBUTED,),
 )
 def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
     """``torch_distributed`` runs a ``.py`` entry point, never a package with ``setup.py``."""
-    if Launcher.TORCH_DISTRIBUTED not in {entry.kind for entry in context.launchers}:
+    if Launcher.TORCH_DISTRIBUTED not in context.features:  # the launchers' kinds among them
         return
     entry_point = context.spec.entry_point
     if context.known(entry_point) and not entry_point.endswith(".py"):
@@ -207,7 +211,7 @@ def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
         source_dir
         and context.known(source_dir)
         and not source_dir.startswith("s3://")
-        and context.is_file(os.path.join(source_dir, "setup.py"))
+        and context.holds_file(source_dir, "setup.py")
     ):
         yield Finding(
             "source_dir",
@@ -226,6 +230,7 @@ def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
     example='instance_groups: [{"name": "gpu", "instance_type": "ml.p4d.24xlarge", '
     '"instance_count": 2}]',
     severity="warning",
+    needs=_SMDDP,
 )
 def smddp_instance(context: RuleContext) -> Iterator[Finding]:
     """SMDDP launchers (``pytorchddp``, ``smdistributed.dataparallel``) run on supported types only.
@@ -254,6 +259,7 @@ def smddp_instance(context: RuleContext) -> Iterator[Finding]:
     source=f"{_SDK_FW} SM_DATAPARALLEL_SUPPORTED_FRAMEWORK_VERSIONS; seed 000 (TensorFlow "
     "support ends at 2.11.0)",
     example='framework_version: "2.2.0", py_version: "py310"',
+    needs=_SMDDP,
 )
 def smddp_version(context: RuleContext) -> Iterator[Finding]:
     """SMDDP launchers need a framework version with the library and a ``py3*`` Python.
@@ -290,6 +296,7 @@ def smddp_version(context: RuleContext) -> Iterator[Finding]:
     "LAU-MPI-OPTIONS",
     source="SDK v2 estimator.py: custom_mpi_options is read only for mpi and smdistributed",
     example='distribution: {"mpi": {"enabled": true, "custom_mpi_options": "-verbose"}}',
+    needs=("custom_mpi_options",),
 )
 def mpi_options(context: RuleContext) -> Iterator[Finding]:
     """``custom_mpi_options`` goes to mpirun-based launchers: pytorchddp, smdistributed, mpi."""
@@ -309,6 +316,7 @@ def mpi_options(context: RuleContext) -> Iterator[Finding]:
     source="Training toolkit runner.py (sagemaker_mpi_num_of_processes_per_host); "
     "SDK v2 estimator.py",
     example='distribution: {"mpi": {"enabled": true, "processes_per_host": 8}}',
+    needs=("processes_per_host",),
 )
 def processes_per_host(context: RuleContext) -> Iterator[Finding]:
     """``processes_per_host`` is a positive integer, on launchers that start per-host processes."""
@@ -341,6 +349,7 @@ def processes_per_host(context: RuleContext) -> Iterator[Finding]:
     "torch_distributed); SDK v2 'Cannot use more than 1 smdistributed strategy'",
     example='distribution: {"smdistributed": {"modelparallel": {"enabled": true, '
     '"parameters": {"partitions": 2}}}, "mpi": {"enabled": true, "processes_per_host": 8}}',
+    needs=(MODEL_PARALLEL,),
 )
 def model_parallel_launcher(context: RuleContext) -> Iterator[Finding]:
     """``smdistributed.modelparallel`` runs under ``mpi`` (v1) or ``torch_distributed`` (v2) only.
@@ -374,6 +383,7 @@ def model_parallel_launcher(context: RuleContext) -> Iterator[Finding]:
     "LAU-MODEL-PARALLEL-PARAMETERS",
     source=f"{_SDK_FW} validate_mp_config",
     example='"parameters": {"partitions": 2, "microbatches": 4, "pipeline": "interleaved"}',
+    needs=(MODEL_PARALLEL,),
 )
 def model_parallel_parameters(context: RuleContext) -> Iterator[Finding]:
     """Model-parallel (v1) parameters have the types and ranges the library accepts.
@@ -444,6 +454,7 @@ def _mp(base: str, name: str, value: Any, allowed: str) -> Finding:
     "SMDataParallel currently do not support p5 instances'",
     example='instance_type: "ml.p4d.24xlarge"',
     severity="warning",
+    needs=(MODEL_PARALLEL,),
 )
 def model_parallel_p5(context: RuleContext) -> Iterator[Finding]:
     """Model parallel v1 (under ``mpi``) does not run on ml.p5.48xlarge, in any group."""
@@ -470,6 +481,7 @@ def model_parallel_p5(context: RuleContext) -> Iterator[Finding]:
     source="SDK v2 image_uris.py (SMP v2 selects the smdistributed-modelparallel image)",
     example='image_uri: "658645717510.dkr.ecr.us-west-2.amazonaws.com/'
     'smdistributed-modelparallel:2.2.0-gpu-py310-cu121"',
+    needs=(MODEL_PARALLEL,),
 )
 def model_parallel_v2_image(context: RuleContext) -> Iterator[Finding]:
     """Model parallel v2 (``torch_distributed`` + modelparallel) names its image with ``image_uri``.
@@ -517,6 +529,7 @@ def trainium_launcher(context: RuleContext) -> Iterator[Finding]:
     "LAU-MWMS-VERSION",
     source="SDK v2 estimator.py _validate_mwms_config",
     example='framework_version: "2.13.0"',
+    needs=(Launcher.MULTI_WORKER_MIRRORED,),
 )
 def mwms_version(context: RuleContext) -> Iterator[Finding]:
     """``multi_worker_mirrored_strategy`` needs TensorFlow 2.9 or later and no other strategy."""
@@ -551,6 +564,7 @@ def mwms_version(context: RuleContext) -> Iterator[Finding]:
     source="SDK v2 pytorch/estimator.py (pytorchxla needs SageMaker Training Compiler); "
     "training_compiler/config.py (homogeneous clusters only)",
     example='distribution: {"torch_distributed": {"enabled": true}}',
+    needs=(Launcher.PYTORCH_XLA,),
 )
 def pytorch_xla(context: RuleContext) -> Iterator[Finding]:
     """``pytorchxla`` is not offered: it needs SageMaker Training Compiler, which has no groups."""

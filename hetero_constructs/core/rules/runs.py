@@ -22,6 +22,7 @@ _MARKER_PREFIX = "hetero-constructs:"
     source="lambda/submit.py: every job is tagged with its runner, execution, slot and attempt "
     "(ownership and event routing); botocore model TagList (maximum count)",
     example='tags: {"team": "ml-platform"}',
+    needs=("tags",),
 )
 def run_tags(context: RuleContext) -> Iterator[Finding]:
     """Room for the run's marker tags: their keys are reserved and they count in the limit."""

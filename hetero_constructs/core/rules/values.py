@@ -10,7 +10,7 @@ from hetero_constructs.core.context import RuleContext
 from hetero_constructs.core.fieldcheck import is_integer
 from hetero_constructs.core.rules.base import Finding, rule
 from hetero_constructs.core.rules.helpers import channel_path
-from hetero_constructs.core.s3_uri import BUCKET_NAME_RULES, S3Uri, bucket_name_problem
+from hetero_constructs.core.s3_uri import BUCKET_NAME_RULES, bucket_name_problem, bucket_of
 
 _MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
 # Smithy's integer types, as botocore's model names them.
@@ -33,27 +33,40 @@ def bucket_names(context: RuleContext) -> Iterator[Finding]:
     are skipped.
     """
     spec = context.spec
-    locations: list[tuple[str, Any]] = [
-        (channel_path(c.name, "s3_uri"), c.s3_uri) for c in spec.channels
+    # (channel name or None, spec path, URI); a channel's path is written only for a finding.
+    locations: list[tuple[str | None, str, Any]] = [
+        (c.name, "s3_uri", c.s3_uri) for c in spec.channels
     ]
     locations += [
-        ("output_path", context.output_path),
-        ("checkpoint_s3_uri", spec.checkpoint_s3_uri),
-        ("source_dir", spec.source_dir),
+        (None, "output_path", context.output_path),
+        (None, "checkpoint_s3_uri", spec.checkpoint_s3_uri),
+        (None, "source_dir", spec.source_dir),
     ]
-    for path, uri in locations:
-        location = S3Uri.parse(uri) if isinstance(uri, str) else None
-        if location is None or not context.known(location.bucket):
+    for channel, path, uri in locations:
+        bucket = bucket_of(uri)
+        if bucket is None or not context.known(bucket):
             continue
-        problem = bucket_name_problem(location.bucket)
+        problem = bucket_name_problem(bucket)
         if problem is not None:
             yield Finding(
-                path,
-                f"'{location.bucket}' is not an S3 bucket name: {problem}.",
+                path if channel is None else channel_path(channel, path),
+                f"'{bucket}' is not an S3 bucket name: {problem}.",
                 uri,
                 BUCKET_NAME_RULES,
                 "name the bucket as created in S3 (bucket names are lowercase)",
             )
+
+
+_GROUP_COUNT = "ResourceConfig.InstanceGroups[].InstanceCount"
+# API member -> its integer kind and range (``_member_range``), read from the model once.
+_MEMBER_RANGES: dict[str, tuple[str, int, int]] = {}
+
+
+def _member_range(member: str) -> tuple[str, int, int]:
+    kind = service_model.shape_at(member).type_name
+    low, high = _INTEGER_RANGES[kind]
+    found = _MEMBER_RANGES[member] = (kind, low, high)
+    return found
 
 
 # Fields whose API member has no narrower rule of its own (max_run: API-STOPPING, 1 s to
@@ -77,22 +90,20 @@ def integer_ranges(context: RuleContext) -> Iterator[Finding]:
     API-RESOURCES). CDK number tokens are skipped.
     """
     spec = context.spec
-    fields: list[tuple[str, Any, str]] = [
-        (
-            f"instance_groups[{index}].instance_count",
-            group.instance_count,
-            "ResourceConfig.InstanceGroups[].InstanceCount",
-        )
+    # (group index or None, spec field, value, API member); a group's path is written only for
+    # a finding.
+    fields: list[tuple[int | None, str, Any, str]] = [
+        (index, "instance_count", group.instance_count, _GROUP_COUNT)
         for index, group in enumerate(spec.instance_groups)
     ]
-    fields.append(("instance_count", spec.instance_count, "ResourceConfig.InstanceCount"))
-    fields += [(name, getattr(spec, name), member) for name, member in _INTEGER_FIELDS]
-    for path, value, member in fields:
+    fields.append((None, "instance_count", spec.instance_count, "ResourceConfig.InstanceCount"))
+    fields += [(None, name, getattr(spec, name), member) for name, member in _INTEGER_FIELDS]
+    for index, name, value, member in fields:
         if not context.known(value) or not is_integer(value):
             continue
-        kind = service_model.shape_at(member).type_name
-        low, high = _INTEGER_RANGES[kind]
+        kind, low, high = _MEMBER_RANGES.get(member) or _member_range(member)
         if not low <= value <= high:
+            path = name if index is None else f"instance_groups[{index}].{name}"
             yield Finding(
                 path,
                 f"The value does not fit the API's {kind} field {member}.",
