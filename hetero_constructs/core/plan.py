@@ -55,13 +55,13 @@ def plan(
     validated too (their violations name the fallback). With ``variant``, that variant's
     request, validated alone (a run moving to a fallback after a capacity failure).
     """
-    chosen = variants.variant(spec, variant or 0)
-    context = RuleContext(chosen.spec, deployment, is_token)
+    count = variants.variant_count(spec)
+    # Without fallbacks every variant is the declared spec.
+    chosen = spec if count == 1 else variants.variant(spec, variant or 0).spec
+    context = RuleContext(chosen, deployment, is_token)
     found = run_rules(context)
-    if variant is None:
-        count = variants.variant_count(spec)
-        if count > 1:
-            _add_fallback_violations(found, spec, count, deployment, is_token)
+    if variant is None and count > 1:
+        _add_fallback_violations(found, spec, count, deployment, is_token)
     reasons = spec.acknowledgments
     if reasons:
         acknowledged = tuple(

@@ -17,7 +17,11 @@ from hetero_constructs.core.violations import Violation
 
 
 def variant_count(spec: TrainingSpec) -> int:
-    return 1 + max((len(g.fallbacks) for g in spec.instance_groups), default=0)
+    """1 for a spec without fallbacks; else 1 plus the longest list of a group's fallbacks."""
+    longest = 0
+    for group in spec.instance_groups:  # a plain loop: every plan() asks
+        longest = max(longest, len(group.fallbacks))
+    return 1 + longest
 
 
 @dataclass(frozen=True)

@@ -218,3 +218,121 @@ def test_validator_agrees_with_param_validator_and_the_former_walk(request: Any)
     assert verdict.botocore_report == report
     assert service_model.check_request(request) == problems
     assert service_model.botocore_validation_errors(request) == report
+
+
+# -- The clean check: only requests without a problem pass it ---------------------------------
+
+
+def _places(shape: Shape, value: Any, depth: int) -> Iterator[tuple[Any, Any, Shape, int]]:
+    """Every place in a tame request that a value can be put: (container, key, shape, depth).
+
+    A map's key is a place too: its container is the map and its key is ``(key,)``.
+    """
+    if isinstance(shape, StructureShape) and isinstance(value, dict):
+        children = [(name, shape.members[name]) for name in value]
+    elif isinstance(shape, ListShape) and isinstance(value, list):
+        children = [(index, shape.member) for index in range(len(value))]
+    elif isinstance(shape, MapShape) and isinstance(value, dict):
+        children = [(key, shape.value) for key in value]
+        yield from ((value, (key,), shape.key, depth + 1) for key in value)
+    else:
+        return
+    for key, child in children:
+        yield value, key, child, depth + 1
+        yield from _places(child, value[key], depth + 1)
+
+
+@st.composite
+def requests_with_one_wild_value(draw: st.DrawFn) -> Any:
+    """A tame request with one value (a leaf or a whole part) drawn wild: often the request's
+    only problem, the case where a check the clean check misses would go unnoticed."""
+    request = Requests(draw, wild=False).structure(input_shape(), 0)
+    places = list(_places(input_shape(), request, 0))
+    container, key, shape, depth = places[draw(st.integers(0, len(places) - 1))]
+    wild = Requests(draw, wild=True).value(shape, depth)
+    if isinstance(key, tuple):  # a map key: the entry moves to the wild key
+        entry = container.pop(key[0])
+        if isinstance(wild, str | int | float | bytes) or wild is None:
+            container[wild] = entry
+    else:
+        container[key] = wild
+    return request
+
+
+@SETTINGS
+@given(requests_with_one_wild_value())
+def test_clean_check_passes_no_request_with_a_problem(request: Any) -> None:
+    problems, report = reference(request)
+    if service_model._clean_check()(request):
+        assert (problems, report) == ([], None)
+    assert service_model.validate_request(request) == (problems, report)
+
+
+def _reachable_shapes() -> list[Shape]:
+    found: dict[tuple[str, bool], Shape] = {}
+    pending: list[Shape] = [input_shape()]
+    while pending:
+        shape = pending.pop()
+        key = (shape.name, bool(shape.serialization.get("hostLabel")))
+        if key in found:
+            continue
+        found[key] = shape
+        if isinstance(shape, StructureShape):
+            pending += shape.members.values()
+        elif isinstance(shape, ListShape):
+            pending.append(shape.member)
+        elif isinstance(shape, MapShape):
+            pending += [shape.key, shape.value]
+    return list(found.values())
+
+
+def _clean_check_of(shape: Shape) -> Any:
+    """The clean check the generated structure functions inline for ``shape``, as a function."""
+    writer = service_model._CleanCheckWriter()
+    if isinstance(shape, StructureShape):
+        return writer.compiled(shape)
+    lines = ["def check(value):", *writer._value(shape, "value", "    ", 1), "    return True"]
+    exec("\n".join(lines), writer.namespace)
+    return writer.namespace["check"]
+
+
+def _edge_values(shape: Shape, depth: int = 0) -> list[Any]:
+    """Values at and beside every bound of ``shape``, of the right type and of wrong ones."""
+    low, high = shape.metadata.get("min"), shape.metadata.get("max")
+    edges = sorted({n for b in (low, high, 0, 1) if b is not None for n in (b - 1, b, b + 1)})
+    values: list[Any] = [*WRONG_SCALARS, MappingProxyType({}), (), 1.0]
+    if shape.type_name == "string":
+        values += ["a" * n for n in edges if 0 <= n <= 3000]
+        values += [*(getattr(shape, "enum", None) or ()), "not-an-enum-value"]
+    elif shape.type_name in ("integer", "long"):
+        values += edges
+    elif depth < 2 and isinstance(shape, ListShape):
+        items = [v for v in _edge_values(shape.member, depth + 1) if _is_clean(shape.member, v)]
+        values += [[item] * n for item in items[:3] for n in edges if 0 <= n <= 110]
+        values += [tuple(items[:1])]
+    elif depth < 2 and isinstance(shape, MapShape):
+        keys = [f"k{n}" for n in range(110)]
+        items = [v for v in _edge_values(shape.value, depth + 1) if _is_clean(shape.value, v)]
+        values += [dict.fromkeys(keys[:n], item) for item in items[:3] for n in edges if n >= 0]
+        keys_at_edges = [k for k in _edge_values(shape.key, depth + 1) if k.__hash__ is not None]
+        values += [{key: items[0]} for key in keys_at_edges]
+        values += [{"k": value} for value in _edge_values(shape.value, depth + 1)]
+    return values
+
+
+def _is_clean(shape: Shape, value: Any) -> bool:
+    """The one-pass validator finds no problem and flags nothing."""
+    problems: list[ShapeProblem] = []
+    flags = service_model._ValidatorBuilder().build(shape)(value, None, problems)
+    return not flags and not problems
+
+
+def test_clean_check_passes_no_value_with_a_problem_at_any_bound_of_any_shape() -> None:
+    accepted = 0
+    for shape in _reachable_shapes():
+        check = _clean_check_of(shape)
+        for value in _edge_values(shape):
+            if check(value):
+                accepted += 1
+                assert _is_clean(shape, value), (shape.name, value)
+    assert accepted > 200  # the check does accept values: the test is not vacuous
