@@ -459,7 +459,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
         if result.request is None or violations:
             raise SpecValidationError([*violations, *result.violations], scope=self.path)
         self.request: dict[str, Any] = result.request
-        statements, pulls_from_ecr = self._execution_statements()
+        statements, pulls_from_ecr, s3_uris = self._execution_statements()
         # A role this task creates takes what every job needs from the stack's managed policy;
         # a role given to the task is the user's, and gets all of it inline.
         shared = None
@@ -467,7 +467,7 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             shared = self.runner.every_training_job_policy
         else:
             statements += permissions.every_training_job(self.arns, ecr_login=pulls_from_ecr)
-        self._acknowledge_execution_policy(statements)
+        self._acknowledge_execution_policy(statements, s3_uris)
         if role is None:
             role = self._execution_role(statements, shared)
             # The role's own ARN in place of the stand-in the request was planned with.
@@ -748,10 +748,10 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             managed_policies=[shared] if shared is not None else None,
         )
 
-    def _execution_statements(self) -> tuple[list[permissions.Statement], bool]:
+    def _execution_statements(self) -> tuple[list[permissions.Statement], bool, list[str]]:
         """The channels, output, code, log streams, image, keys and VPC of the job.
 
-        And whether the image is pulled from ECR.
+        Also whether the image is pulled from ECR, and the S3 URIs read or written.
         """
         request, spec, arns = self.request, self.spec, self.arns
         reads = [
@@ -782,14 +782,13 @@ class HeterogeneousTrainingTask(sfn.TaskStateBase):
             code = self.code_location
             code_object = f"arn:{arns.partition}:s3:::{code.bucket}/{code.key}"
             statements.append(permissions.allow(["s3:GetObject"], [code_object]))
-        self._s3_prefixes = [*reads, *writes]
-        return statements, bool(pull)
+        return statements, bool(pull), [*reads, *writes]
 
-    def _acknowledge_execution_policy(self, statements: list[permissions.Statement]) -> None:
+    def _acknowledge_execution_policy(
+        self, statements: list[permissions.Statement], s3_uris: list[str]
+    ) -> None:
         acknowledgments = self._acknowledgments
-        prefixes = [
-            location.objects_arn(self.arns) for location in permissions.locations(self._s3_prefixes)
-        ]
+        prefixes = [location.objects_arn(self.arns) for location in permissions.locations(s3_uris)]
         acknowledgments.wildcards(
             "Channels are S3 prefixes: the job reads every object under each channel prefix and "
             "writes its artifacts and checkpoints under {output}/{job name}/, whose keys are not "
