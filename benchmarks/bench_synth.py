@@ -188,8 +188,9 @@ def node_cpu_seconds() -> float:
 
 def synth_seconds(
     add_job: Callable[[cdk.Stack, int], None], jobs: int, *, cfn_validation: bool = True
-) -> tuple[float, float]:
-    """Construction and ``app.synth`` of one stack with ``jobs`` jobs, in seconds."""
+) -> tuple[float, float, float]:
+    """Construction and ``app.synth`` of one stack with ``jobs`` jobs, in seconds, and the CPU
+    seconds of Python and Node for both."""
     cpu = time.process_time() + node_cpu_seconds()
     start = time.perf_counter()
     app = cdk.App(
@@ -202,12 +203,8 @@ def synth_seconds(
     constructed = time.perf_counter()
     app.synth()
     elapsed = time.perf_counter()
-    CPU_SECONDS.append(time.process_time() + node_cpu_seconds() - cpu)
-    return constructed - start, elapsed - constructed
-
-
-#: CPU seconds (Python and Node) of each ``synth_seconds`` call, in order.
-CPU_SECONDS: list[float] = []
+    cpu = time.process_time() + node_cpu_seconds() - cpu
+    return constructed - start, elapsed - constructed, cpu
 
 
 def calls_per_job(add_job: Callable[[cdk.Stack, int], None], calls: JsiiCalls) -> float:
@@ -231,8 +228,11 @@ def measure(jobs: int, rounds: int, *, cfn_validation: bool = True) -> float:
     for round_index in range(rounds):
         order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
         for side in order:
-            timings[side].append(synth_seconds(SIDES[side], jobs, cfn_validation=cfn_validation))
-            cpu[side].append(CPU_SECONDS[-1])
+            construction, synth, cpu_seconds = synth_seconds(
+                SIDES[side], jobs, cfn_validation=cfn_validation
+            )
+            timings[side].append((construction, synth))
+            cpu[side].append(cpu_seconds)
     totals = {}
     validation = "" if cfn_validation else ", aws-cdk-lib's CloudFormation validation off"
     print(f"jobs per stack: {jobs}, rounds: {rounds} (interleaved, order alternated{validation})")

@@ -83,6 +83,10 @@ def _unchanged(directory: str, identity: tuple[int, int, int]) -> bool:
         info = os.stat(directory)  # as recorded: the root may be reached through a link
     except OSError:
         return False
+    return _same_directory(info, identity)
+
+
+def _same_directory(info: os.stat_result, identity: tuple[int, int, int]) -> bool:
     return stat.S_ISDIR(info.st_mode) and directory_identity(info) == identity
 
 
@@ -117,10 +121,8 @@ def _still_clean(
     """Whether no directory of a kept clean tree changed (the root's first, as walked)."""
     if root_info is None:
         return all(_unchanged(directory, identity) for directory, identity in kept)
-    return (
-        stat.S_ISDIR(root_info.st_mode)
-        and directory_identity(root_info) == kept[0][1]
-        and all(_unchanged(directory, identity) for directory, identity in kept[1:])
+    return _same_directory(root_info, kept[0][1]) and all(
+        _unchanged(directory, identity) for directory, identity in kept[1:]
     )
 
 

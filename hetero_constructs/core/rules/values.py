@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cache
 from typing import Any
 
 from hetero_constructs.core import service_model
@@ -58,15 +59,14 @@ def bucket_names(context: RuleContext) -> Iterator[Finding]:
 
 
 _GROUP_COUNT = "ResourceConfig.InstanceGroups[].InstanceCount"
-# API member -> its integer kind and range (``_member_range``), read from the model once.
-_MEMBER_RANGES: dict[str, tuple[str, int, int]] = {}
 
 
+@cache
 def _member_range(member: str) -> tuple[str, int, int]:
+    """The API member's integer kind and range, read from the model once."""
     kind = service_model.shape_at(member).type_name
     low, high = _INTEGER_RANGES[kind]
-    found = _MEMBER_RANGES[member] = (kind, low, high)
-    return found
+    return kind, low, high
 
 
 # Fields whose API member has no narrower rule of its own (max_run: API-STOPPING, 1 s to
@@ -101,7 +101,7 @@ def integer_ranges(context: RuleContext) -> Iterator[Finding]:
     for index, name, value, member in fields:
         if not context.known(value) or not is_integer(value):
             continue
-        kind, low, high = _MEMBER_RANGES.get(member) or _member_range(member)
+        kind, low, high = _member_range(member)
         if not low <= value <= high:
             path = name if index is None else f"instance_groups[{index}].{name}"
             yield Finding(
