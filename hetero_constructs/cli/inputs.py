@@ -43,14 +43,43 @@ def read_input(text: str | None) -> Any:
             ) from None
         source = str(path)
     try:
-        return json.loads(text)
-    except ValueError as error:
+        return json.loads(text, parse_constant=_not_json, object_pairs_hook=_no_repeated_keys)
+    except _RepeatedKey as error:
+        raise CliError(
+            f"The execution input in {source} gives the key {error.key!r} more than once (an "
+            "object's keys must be unique: only its last value would be sent). Allowed: each "
+            "key once. Fix: merge the values under one key."
+        ) from None
+    except (ValueError, RecursionError) as error:  # RecursionError: nested beyond the parser
         shown = text if len(text) <= 80 else text[:77] + "..."
         raise CliError(
             f"The execution input in {source} is not JSON ({error}). Given: {shown!r}. "
             'Allowed: a JSON object such as \'{"hyperparameters": {"epochs": 5}}\'. '
             "Fix: quote the JSON for the shell, or put it in a file and pass --input @file."
         ) from None
+
+
+def _not_json(literal: str) -> Any:
+    """``NaN``, ``Infinity``, ``-Infinity``: Python reads them, JSON has no such values."""
+    raise ValueError(f"{literal} is not a JSON value")
+
+
+class _RepeatedKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A key given twice would silently lose its first value when the input is sent."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _RepeatedKey(key)
+            seen.add(key)
+    return result
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,28 @@ def test_read_input(tmp_path: Path) -> None:
         read_input("{hyperparameters: 1}")
 
 
+def test_hostile_input_is_a_clear_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Nested beyond Python's parser: a RecursionError escaped as a traceback.
+    for text in ("[" * 100_000, '{"a": ' * 100_000 + "1" + "}" * 100_000):
+        with pytest.raises(CliError, match=r"is not JSON .*Fix:"):
+            read_input(text)
+    (tmp_path / "deep.json").write_text('{"hyperparameters": ' + "[" * 100_000)
+    assert main(["run", "any", "--input", f"@{tmp_path / 'deep.json'}"]) == 1
+    assert "deep.json is not JSON" in capsys.readouterr().err
+    # NaN and Infinity are not JSON; they were sent to StartExecution as such.
+    for constant in ("NaN", "Infinity", "-Infinity"):
+        with pytest.raises(CliError, match=f"{constant} is not a JSON value"):
+            read_input(f'{{"States.extra": {constant}}}')
+    # A repeated key silently lost its first value (the input is sent re-serialized).
+    with pytest.raises(CliError, match=r"gives the key 'hyperparameters' more than once"):
+        read_input('{"hyperparameters": {"epochs": 5}, "hyperparameters": {"lr": 0.1}}')
+    with pytest.raises(CliError, match=r"gives the key 'a' more than once"):
+        read_input('{"tags": {"a": "1", "a": "2"}}')
+    assert read_input('{"tags": {"a": "1"}, "hyperparameters": {"a": 1}}')["tags"] == {"a": "1"}
+
+
 def _plan(tmp_path: Path, data: Any, *args: str) -> tuple[int, str]:
     path = tmp_path / "spec.json"
     path.write_text(json.dumps(data))
