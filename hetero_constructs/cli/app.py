@@ -400,7 +400,9 @@ def _run_local(
     if json_flag:
         out.emit_json(result.to_json())
     elif not display.results:
-        out.console.print(f"{result.status}: {result.error or ''} {result.cause or ''}".strip())
+        out.console.print(
+            Text(f"{result.status}: {result.error or ''} {result.cause or ''}".strip())
+        )
     return EXIT_SUCCEEDED if result.status == "SUCCEEDED" else EXIT_FAILED
 
 

@@ -294,9 +294,7 @@ class FollowDisplay:
             )
             return
         self.console.print(
-            Text.assemble(
-                (clock_text(stamp), "dim"), "  ", ("execution ", "bold blue"), escape(text)
-            )
+            Text.assemble((clock_text(stamp), "dim"), "  ", ("execution ", "bold blue"), text)
         )
 
     def _show_new_job(self, job: TrainingJob) -> None:
@@ -425,7 +423,7 @@ class FollowDisplay:
                 Text.assemble(job.name, " (", _styled(job.status), ")"),
             )
             if job.model_artifacts:
-                grid.add_row("model artifacts", job.model_artifacts)
+                grid.add_row("model artifacts", Text(job.model_artifacts))
             billable = job.billable_seconds(now)
             if billable is not None:
                 count = job.instance_count
@@ -439,15 +437,19 @@ class FollowDisplay:
         for violation in execution.violations():
             grid.add_row(
                 "violation",
-                f"[{violation.get('rule')}] {violation.get('path')}: {violation.get('message')}",
+                Text(
+                    f"[{violation.get('rule')}] {violation.get('path')}: {violation.get('message')}"
+                ),
             )
         for job in watch.jobs:
             groups = watch.host_groups(job.name)
             if groups is not None and groups.counts and groups.unknown_hosts:
                 grid.add_row(
                     "note",
-                    f"{job.name}: the instance group of {', '.join(groups.unknown_hosts)} is not "
-                    "known (its log did not say); those lines show the host only",
+                    Text(
+                        f"{job.name}: the instance group of {', '.join(groups.unknown_hosts)} is "
+                        "not known (its log did not say); those lines show the host only"
+                    ),
                 )
         print_renderable(
             self.console,

@@ -13,6 +13,7 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from hetero_constructs.core.violations import Violation, render_value
 
@@ -90,7 +91,8 @@ class Output:
             pad_edge=False,
         )
         for row in rows:
-            table.add_row(*row)
+            # Cells are text as given (a failure reason's "[rank0]" or "[/opt/...]" is no markup).
+            table.add_row(*(Text(cell) for cell in row))
         return table
 
 

@@ -374,3 +374,36 @@ def test_unknown_run_is_an_error(stack: FakeStack, capsys: pytest.CaptureFixture
     code, _ = cli("status", "nope")
     assert code == 1
     assert "No execution is named 'nope'" in capsys.readouterr().err
+
+
+def test_brackets_in_what_aws_reports_are_shown_as_text(stack: FakeStack) -> None:
+    # PyTorch prefixes its errors with "[rank0]:" and NCCL names its source "[/opt/...]": as
+    # rich markup the first vanished, the second crashed `status` (MarkupError), and the
+    # execution events showed "\[rank0]".
+    reason = "AlgorithmError: [rank0]: NCCL error in [/opt/conda/torch/ProcessGroupNCCL.cpp:19]"
+    arn = start(stack, "brackets-1")
+    code, text = follow(stack, Scenario(stack, arn, outcome="Failed", reason=reason))
+    assert code == 1, text
+    assert f"execution failed: TrainingJobFailed ({reason})" in text
+    assert "\\[" not in text
+    assert f"failure reason   {reason}" in text
+    code, text = cli("status", "brackets-1")
+    assert code == 0
+    assert re.search(rf"^failure reason +{re.escape(reason)}$", text, re.MULTILINE), text
+    assert re.search(rf"^  last transition +Failed: {re.escape(reason)}$", text, re.MULTILINE)
+
+    # The submit Lambda's violations quote the input as given.
+    arn = start(stack, "brackets-2")
+    violation = {"rule": "OVERRIDE-TAG", "path": "tags.[/x]", "message": "Given: [bold]"}
+    stack.stepfunctions.send_task_failure(
+        taskToken=stack.submitted(arn)["taskToken"],
+        error="HeteroTraining.InvalidInput",
+        cause=json.dumps({"errorMessage": "refused", "violations": [violation]}),
+    )
+    stack.wait_ended(arn)
+    code, text = follow(stack, Scenario(stack, arn, outcome=None))
+    assert code == 1
+    assert re.search(r"^violation +\[OVERRIDE-TAG\] tags\.\[/x\]: Given: \[bold\]$", text, re.M)
+    code, text = cli("status", "brackets-2")
+    assert code == 0
+    assert re.search(r"^violation +\[OVERRIDE-TAG\] Given: \[bold\]$", text, re.MULTILINE), text
