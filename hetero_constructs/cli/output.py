@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -29,7 +30,13 @@ class CliError(Exception):
 
 
 def make_console(file: TextIO, *, terminal: bool | None = None) -> Console:
-    """A rich console: colours and live displays on a terminal, plain text elsewhere."""
+    """A rich console: colours and live displays on a terminal, plain text elsewhere.
+
+    A character ``file``'s encoding lacks (a log line's progress bar in a Windows pipe, which is
+    cp1252) is written as a backslash escape instead of failing mid-output.
+    """
+    if isinstance(file, io.TextIOWrapper) and file.errors == "strict":
+        file.reconfigure(errors="backslashreplace")
     is_terminal = file.isatty() if terminal is None else terminal
     if is_terminal:
         return Console(file=file, force_terminal=True, highlight=False)

@@ -407,3 +407,18 @@ def test_brackets_in_what_aws_reports_are_shown_as_text(stack: FakeStack) -> Non
     code, text = cli("status", "brackets-2")
     assert code == 0
     assert re.search(r"^violation +\[OVERRIDE-TAG\] Given: \[bold\]$", text, re.MULTILINE), text
+
+
+def test_log_lines_the_output_cannot_encode_do_not_crash_the_printer(stack: FakeStack) -> None:
+    # A pipe on Windows is cp1252 (ASCII with PYTHONIOENCODING=ascii): tqdm's bars and other
+    # characters it lacks crashed `logs` with a UnicodeEncodeError mid-output.
+    arn = start(stack, "enc-1")
+    lines = [("algo-1", 0.0, "SM_CURRENT_INSTANCE_GROUP=gpu"), ("algo-1", 0.1, "epoch 1 ██ ✓ é")]
+    Scenario(stack, arn, lines=lines).play()
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="ascii", newline="\n")
+    code = main(["logs", "enc-1"], out=out)
+    out.flush()
+    assert code == 0
+    shown = raw.getvalue().decode("ascii").splitlines()
+    assert shown[-1].endswith("[algo-1 gpu] epoch 1 \\u2588\\u2588 \\u2713 \\xe9")
