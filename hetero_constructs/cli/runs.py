@@ -57,7 +57,7 @@ def _parse_json(text: Any) -> Any:
         return None
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested beyond the parser: no report
         return None
 
 

@@ -422,3 +422,25 @@ def test_log_lines_the_output_cannot_encode_do_not_crash_the_printer(stack: Fake
     assert code == 0
     shown = raw.getvalue().decode("ascii").splitlines()
     assert shown[-1].endswith("[algo-1 gpu] epoch 1 \\u2588\\u2588 \\u2713 \\xe9")
+
+
+def test_an_execution_output_nested_beyond_the_parser_is_shown(stack: FakeStack) -> None:
+    # The output's strings and the cause are read as JSON for the jobs they report; they are
+    # whatever the states produced: nested deeper than Python's parser, they crashed status
+    # and the follow display with a RecursionError.
+    deep = "[" * 5000 + "]" * 5000
+    arn = start(stack, "deep-1")
+    stack.stepfunctions.send_task_success(
+        taskToken=stack.submitted(arn)["taskToken"], output=json.dumps({"body": deep})
+    )
+    assert stack.wait_ended(arn) == "SUCCEEDED"
+    code, text = cli("status", "deep-1", "--json")
+    assert code == 0 and json.loads(text)["status"] == "SUCCEEDED"
+    arn = start(stack, "deep-2")
+    stack.stepfunctions.send_task_failure(
+        taskToken=stack.submitted(arn)["taskToken"], error="Custom", cause=deep
+    )
+    assert stack.wait_ended(arn) == "FAILED"
+    code, text = follow(stack, Scenario(stack, arn, outcome=None))
+    assert code == 1 and "Run deep-2 FAILED" in text
+    assert re.search(rf"^failure reason +Custom: {re.escape(deep)}$", text, re.MULTILINE)
