@@ -118,7 +118,7 @@ class HostGroups:
     def _learn_dict(self, message: str, start: int) -> None:
         try:
             value, _ = json.JSONDecoder().raw_decode(message, start)
-        except ValueError:
+        except (ValueError, RecursionError):  # a line is any text: not JSON, or nested too deep
             return
         if not isinstance(value, Mapping):
             return
@@ -182,7 +182,13 @@ class JobLogs:
             }
             if token:
                 kwargs["nextToken"] = token
-            page = self.logs.get_log_events(**kwargs)
+            try:
+                page = self.logs.get_log_events(**kwargs)
+            except ClientError as error:
+                # Deleted since it was listed (retention, a cleanup): nothing more to read.
+                if error_code(error) != "ResourceNotFoundException":
+                    raise
+                break
             events.extend(page.get("events", []))
             following = page.get("nextForwardToken")
             # The service returns the token it was given once a stream has no more events.

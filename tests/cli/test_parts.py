@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.stub import Stubber
 
 from hetero_constructs.cli import main
+from hetero_constructs.cli.aws import AwsOptions
 from hetero_constructs.cli.inputs import check_input, find_submit_tasks, read_input
-from hetero_constructs.cli.logs import HostGroups
+from hetero_constructs.cli.logs import HostGroups, JobLogs
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.cli.plan import PLACEHOLDER_ROLE_ARN
 from hetero_constructs.core.naming import preview_job_name
@@ -55,6 +57,33 @@ def test_the_groups_dict_places_every_host() -> None:
     }
     other.learn("algo-3", f"2026-11-30 INFO [algo-3/distributed] environment {json.dumps(env)}")
     assert other.known == {"algo-1": "gpu", "algo-2": "data", "algo-3": "gpu"}
+
+
+def test_a_log_line_is_untrusted_text() -> None:
+    # A script's line that looks like the groups dict but nests beyond Python's parser
+    # crashed `logs` and the follow display with a RecursionError.
+    groups = HostGroups({"data": 1, "gpu": 2})
+    groups.learn("algo-1", "SM_INSTANCE_GROUPS_DICT=" + '{"a": ' * 5000)
+    assert groups.known == {}
+    groups.learn("algo-1", "SM_CURRENT_INSTANCE_GROUP=gpu")
+    assert groups.group_of("algo-1") == "gpu"
+
+
+def test_a_log_stream_gone_between_listing_and_reading_is_skipped(aws_env: Any) -> None:
+    # Listed, then deleted (retention, a cleanup) before its events are read: the follow
+    # display died with ResourceNotFoundException; the other hosts' lines are still shown.
+    logs = AwsOptions().client("logs")
+    stream = {"logStreamName": "job/algo-1-1"}, {"logStreamName": "job/algo-2-1"}
+    event = {"timestamp": 1_700_000_000_000, "message": "hello", "ingestionTime": 1}
+    with Stubber(logs) as stubber:
+        stubber.add_response("describe_log_streams", {"logStreams": list(stream)})
+        stubber.add_client_error(
+            "get_log_events", "ResourceNotFoundException", http_status_code=400
+        )
+        stubber.add_response("get_log_events", {"events": [event], "nextForwardToken": "f/1"})
+        stubber.add_response("get_log_events", {"events": [], "nextForwardToken": "f/1"})
+        lines = JobLogs(logs, "job").poll()
+    assert [(line.host, line.message) for line in lines] == [("algo-2", "hello")]
 
 
 def test_groups_by_elimination_single_group_and_unknown() -> None:
