@@ -30,6 +30,8 @@ from botocore.exceptions import ClientError
 from hetero_constructs.cli.aws import error_code
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+# Empty pages read on per stream and poll before the rest waits for the next poll.
+_EMPTY_PAGES_PER_POLL = 10
 _STREAM = re.compile(r"^(?P<job>.+)/(?P<host>algo-(?P<number>\d+))-(?P<epoch>\d+)$")
 _CURRENT_GROUP = re.compile(
     r"""(?:SM_CURRENT_INSTANCE_GROUP=|"current_instance_group":\s*")(?P<group>[^"\s]+)"""
@@ -174,6 +176,7 @@ class JobLogs:
     def _new_events(self, stream: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
         token = self._tokens.get(stream)
+        empty_pages = 0
         while True:
             kwargs: dict[str, Any] = {
                 "logGroupName": self.log_group,
@@ -189,10 +192,14 @@ class JobLogs:
                 if error_code(error) != "ResourceNotFoundException":
                     raise
                 break
-            events.extend(page.get("events", []))
+            page_events = page.get("events", [])
+            events.extend(page_events)
             following = page.get("nextForwardToken")
-            # The service returns the token it was given once a stream has no more events.
-            if not page.get("events") or following == token or following is None:
+            # The end of a stream is the token it was given coming back. A page can be empty
+            # while more events follow its token: read on, a bounded number of empty pages per
+            # poll (the token is kept, so the next poll goes on from there).
+            empty_pages = 0 if page_events else empty_pages + 1
+            if following == token or following is None or empty_pages > _EMPTY_PAGES_PER_POLL:
                 token = following or token
                 break
             token = following

@@ -13,7 +13,7 @@ from botocore.stub import Stubber
 from hetero_constructs.cli import main
 from hetero_constructs.cli.aws import AwsOptions
 from hetero_constructs.cli.inputs import check_input, find_submit_tasks, read_input
-from hetero_constructs.cli.logs import HostGroups, JobLogs
+from hetero_constructs.cli.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.cli.plan import PLACEHOLDER_ROLE_ARN
 from hetero_constructs.core.naming import preview_job_name
@@ -84,6 +84,44 @@ def test_a_log_stream_gone_between_listing_and_reading_is_skipped(aws_env: Any) 
         stubber.add_response("get_log_events", {"events": [], "nextForwardToken": "f/1"})
         lines = JobLogs(logs, "job").poll()
     assert [(line.host, line.message) for line in lines] == [("algo-2", "hello")]
+
+
+def test_an_empty_page_before_the_end_of_a_stream_does_not_end_the_read(aws_env: Any) -> None:
+    # The end of a stream is its token coming back; a page may be empty before more events
+    # (the one-shot `logs` lost every line after such a page). Empty pages that go on and on
+    # are read a bounded number of times per poll, and the next poll starts where that stopped.
+    logs = AwsOptions().client("logs")
+    stream = {"logStreamName": "job/algo-1-1"}
+    event = {"timestamp": 1_700_000_000_000, "message": "after the gap", "ingestionTime": 1}
+    with Stubber(logs) as stubber:
+        stubber.add_response("describe_log_streams", {"logStreams": [stream]})
+        stubber.add_response("get_log_events", {"events": [], "nextForwardToken": "f/1"})
+        stubber.add_response("get_log_events", {"events": [event], "nextForwardToken": "f/2"})
+        stubber.add_response("get_log_events", {"events": [], "nextForwardToken": "f/2"})
+        lines = JobLogs(logs, "job").poll()
+        stubber.assert_no_pending_responses()
+    assert [line.message for line in lines] == ["after the gap"]
+
+    reader = JobLogs(logs, "job")
+    with Stubber(logs) as stubber:
+        stubber.add_response("describe_log_streams", {"logStreams": [stream]})
+        for page in range(1, 12):
+            stubber.add_response("get_log_events", {"events": [], "nextForwardToken": f"e/{page}"})
+        assert reader.poll() == []
+        stubber.assert_no_pending_responses()
+        stubber.add_response("describe_log_streams", {"logStreams": [stream]})
+        stubber.add_response(
+            "get_log_events",
+            {"events": [event], "nextForwardToken": "e/12"},
+            {
+                "logGroupName": TRAINING_LOG_GROUP,
+                "logStreamName": "job/algo-1-1",
+                "startFromHead": True,
+                "nextToken": "e/11",
+            },
+        )
+        stubber.add_response("get_log_events", {"events": [], "nextForwardToken": "e/12"})
+        assert [line.message for line in reader.poll()] == ["after the gap"]
 
 
 def test_groups_by_elimination_single_group_and_unknown() -> None:
