@@ -200,6 +200,13 @@ class Submission:
             done = _describe(self.sagemaker, slot.job)
             if done is None or done.get("TrainingJobStatus") != "Completed":
                 return None  # it failed: this is a retry, which gets a new attempt
+            # A refused attempt (ResourceLimitExceeded) is reported without a job: its name may
+            # since be someone else's.
+            request = self.own_request(slot, slot.job)
+            if request is None or not _is_ours(
+                self.sagemaker, done, self.run, slot.attempt, request
+            ):
+                return None
             run = self.run
             outcome.report(self.stepfunctions, run.task_token, done, slot.attempt, slot.variant)
             return {"TrainingJobName": slot.job, "resumed": True}

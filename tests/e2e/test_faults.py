@@ -463,50 +463,57 @@ def test_a_job_pre_created_under_our_name_is_never_adopted(
     assert harness.job_items() == []
 
 
+def take_the_slot_s_first_name(harness: Harness, *, completed: bool = False) -> str:
+    """Someone creates a job under the name of the run's first attempt, with every marker tag a
+    run would give it (computed with ``hetero_constructs.core.naming`` from what the execution
+    shows), their role and their bucket; ``completed``: their job has already ended so."""
+    from hetero_constructs.core.naming import RunSlot, attempt_job_name
+
+    cloud = harness.cloud
+    theirs = boto3.session.Session().client("sagemaker", region_name=cloud.region)
+    submit = next(i.event for i in cloud.lambdas.invocations if "context" in i.event)
+    context = submit["context"]
+    slot = RunSlot(
+        context["executionArn"],
+        context["executionStartTime"],
+        context["stateName"],
+        context["stateEnteredTime"],
+    )
+    name = attempt_job_name(submit["jobNamePrefix"], slot, 0)
+    markers = {
+        lifecycle.TAG_RUNNER: submit["runnerId"],
+        lifecycle.TAG_EXECUTION: slot.execution_arn,
+        lifecycle.TAG_SLOT: slot.digest,
+        lifecycle.TAG_ATTEMPT: "0",
+    }
+    theirs.create_training_job(
+        TrainingJobName=name,
+        RoleArn=f"arn:aws:iam::{cloud.account}:role/someone-else",
+        AlgorithmSpecification={"TrainingImage": "their/image:1", "TrainingInputMode": "File"},
+        OutputDataConfig={"S3OutputPath": SOMEONE_ELSES_OUTPUT},
+        ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        Tags=[{"Key": k, "Value": v} for k, v in markers.items()],
+    )
+    if completed:
+        cloud.training.end(name, "Completed")
+    return name
+
+
 def test_a_job_created_under_the_slot_s_name_between_two_attempts_is_not_resumed(
     harness: Harness,
 ) -> None:
     """The first submit records its slot's job name, then fails before creating the job (its
     job item's put is throttled). Before the retry, someone creates a job of that name with
-    every marker tag a run would give it (computed with ``hetero_constructs.core.naming`` from
-    what the execution shows). The retry must not continue it as its own: it starts a new
-    attempt, under a new name, and the run ends with its own job."""
-    from hetero_constructs.core.naming import RunSlot, attempt_job_name
-
+    every marker tag a run would give it. The retry must not continue it as its own: it starts a
+    new attempt, under a new name, and the run ends with its own job."""
     cloud = harness.cloud
-    theirs = boto3.session.Session().client("sagemaker", region_name=cloud.region)
     squatted: list[str] = []
-
-    def take_the_name() -> None:
-        submit = next(i.event for i in cloud.lambdas.invocations if "context" in i.event)
-        context = submit["context"]
-        slot = RunSlot(
-            context["executionArn"],
-            context["executionStartTime"],
-            context["stateName"],
-            context["stateEnteredTime"],
-        )
-        name = attempt_job_name(submit["jobNamePrefix"], slot, 0)
-        markers = {
-            lifecycle.TAG_RUNNER: submit["runnerId"],
-            lifecycle.TAG_EXECUTION: slot.execution_arn,
-            lifecycle.TAG_SLOT: slot.digest,
-            lifecycle.TAG_ATTEMPT: "0",
-        }
-        theirs.create_training_job(
-            TrainingJobName=name,
-            RoleArn=f"arn:aws:iam::{cloud.account}:role/someone-else",
-            AlgorithmSpecification={"TrainingImage": "their/image:1", "TrainingInputMode": "File"},
-            OutputDataConfig={"S3OutputPath": SOMEONE_ELSES_OUTPUT},
-            ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 5},
-            StoppingCondition={"MaxRuntimeInSeconds": 3600},
-            Tags=[{"Key": k, "Value": v} for k, v in markers.items()],
-        )
-        squatted.append(name)
-
     faults = cloud.faults
     harness.after("dynamodb", "PutItem", 1, then=lambda: faults.throttle("dynamodb", "PutItem"))
-    harness.after("dynamodb", "PutItem", 2, then=take_the_name)
+    harness.after(
+        "dynamodb", "PutItem", 2, then=lambda: squatted.append(take_the_slot_s_first_name(harness))
+    )
     result = harness.run("between-attempts")
     (name,) = squatted
     assert [c.params["Item"]["pk"]["S"] for c in harness.calls if c.error] == [f"job#{name}"]
@@ -519,6 +526,34 @@ def test_a_job_created_under_the_slot_s_name_between_two_attempts_is_not_resumed
     assert result.output["TrainingJobName"] == own
     assert result.output["Attempt"] == 1
     assert name not in cloud.training.stopped_jobs  # theirs, left alone
+    assert harness.job_items() == []
+
+
+def test_a_completed_job_under_a_refused_attempt_s_name_is_not_reported(harness: Harness) -> None:
+    """The first attempt's CreateTrainingJob is refused (ResourceLimitExceeded: no job, and its
+    slot records that attempt as reported). Before the capacity retry, someone creates a job of
+    that name with every marker tag a run would give it, and it completes. The retry must not
+    report their job as the run's success: it starts its own attempt."""
+    squatted: list[str] = []
+    harness.after(
+        "sagemaker",
+        "CreateTrainingJob",
+        1,
+        then=lambda: squatted.append(take_the_slot_s_first_name(harness, completed=True)),
+    )
+    result = harness.run("refused-then-taken", outcomes=["ResourceLimitExceeded"])
+    (name,) = squatted
+    assert result.status == "SUCCEEDED", result.cause
+    assert "someone-elses-bucket" not in json.dumps(result.output)
+    assert "their/image" not in json.dumps(result.output)
+    assert result.output["TrainingJobName"] != name
+    own = created(result)[-1]
+    assert own != name
+    assert result.output["TrainingJobName"] == own
+    assert result.output["Attempt"] == 1
+    # The refusal, then the success of the run's own job: nothing of theirs was reported.
+    assert [c.operation for c in harness.reports()] == ["SendTaskFailure", "SendTaskSuccess"]
+    assert name not in harness.cloud.training.stopped_jobs  # theirs, left alone
     assert harness.job_items() == []
 
 
