@@ -83,34 +83,57 @@ def on_execution_end(detail: dict[str, Any], dynamodb: Any) -> str:
     return "; ".join(_stop(control.client(i.role_arn, "sagemaker"), i.name) for i in items)
 
 
+class ReconcileIncomplete(Exception):
+    """Some items could not be reconciled (the pass went on with the others): it fails, so that
+    the errors alarm and the Lambda's retries see it."""
+
+
 def reconcile(dynamodb: Any, now: float | None = None) -> dict[str, int]:
-    """One pass over every unsettled job; returns what it did, by kind."""
+    """One pass over every unsettled job; returns what it did, by kind.
+
+    An item that fails (its control role gone, a throttled call) does not hold up the others:
+    the pass goes on, then raises ``ReconcileIncomplete`` naming the items it could not reach.
+    """
     now = time.time() if now is None else now
     done = {"settled": 0, "stopped": 0, "forgotten": 0, "running": 0}
+    failed: list[str] = []
     for item in token_store.all_jobs(dynamodb):
-        sagemaker = control.client(item.role_arn, "sagemaker")
-        stepfunctions = control.client(item.role_arn, "stepfunctions")
-        job = _describe(sagemaker, item.name)
-        if job is None:
-            if now - item.created_at > CREATION_GRACE_SECONDS:
-                token_store.forget_job(dynamodb, item.name)  # the job was never created
-                done["forgotten"] += 1
+        try:
+            kind = _reconcile_one(dynamodb, item, now)
+        except Exception as error:  # reported once the others are done
+            failed.append(f"{item.name}: {type(error).__name__}: {error}"[:500])
             continue
-        ended = job.get("TrainingJobStatus") in outcome.TERMINAL
-        orphaned = not ended and not outcome.execution_running(stepfunctions, item.execution_arn)
-        if (ended or orphaned) and not outcome.is_own_job(sagemaker, item, job):
-            token_store.forget_job(dynamodb, item.name)  # someone else's job of this name
-            done["forgotten"] += 1
-        elif ended:
-            outcome.settle(dynamodb, stepfunctions, item, job)
-            done["settled"] += 1
-        elif orphaned:
-            if job.get("TrainingJobStatus") == "InProgress":
-                _stop(sagemaker, item.name)
-                done["stopped"] += 1
-        else:
-            done["running"] += 1
+        if kind:
+            done[kind] += 1
+    if failed:
+        raise ReconcileIncomplete(f"{done}; not reconciled ({len(failed)}): {failed[:10]}")
     return done
+
+
+def _reconcile_one(dynamodb: Any, item: token_store.JobItem, now: float) -> str:
+    """Converge one unsettled job; what was done ("" for nothing)."""
+    sagemaker = control.client(item.role_arn, "sagemaker")
+    stepfunctions = control.client(item.role_arn, "stepfunctions")
+    job = _describe(sagemaker, item.name)
+    if job is None:
+        if now - item.created_at > CREATION_GRACE_SECONDS:
+            token_store.forget_job(dynamodb, item.name)  # the job was never created
+            return "forgotten"
+        return ""
+    ended = job.get("TrainingJobStatus") in outcome.TERMINAL
+    orphaned = not ended and not outcome.execution_running(stepfunctions, item.execution_arn)
+    if (ended or orphaned) and not outcome.is_own_job(sagemaker, item, job):
+        token_store.forget_job(dynamodb, item.name)  # someone else's job of this name
+        return "forgotten"
+    if ended:
+        outcome.settle(dynamodb, stepfunctions, item, job)
+        return "settled"
+    if orphaned:
+        if job.get("TrainingJobStatus") == "InProgress":
+            _stop(sagemaker, item.name)
+            return "stopped"
+        return ""
+    return "running"
 
 
 def replay_dead_letters(dynamodb: Any, max_messages: int = 1000) -> dict[str, int]:

@@ -255,6 +255,58 @@ def test_every_event_dropped_a_stopped_execution_s_job_is_stopped(harness: Harne
     assert harness.reports() == []  # the task had ended
 
 
+def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
+    harness: Harness,
+) -> None:
+    """A job item whose control role can no longer be assumed (its task was removed by a
+    redeploy while the item was open) fails in every reconcile pass. The pass goes on with the
+    other items: with every event lost, the run still ends by the reconciler, and the pass
+    fails (the errors alarm) with what it could not reach."""
+    cloud = harness.cloud
+    removed = f"arn:aws:iam::{cloud.account}:role/hetero-control/removed-task"
+    dynamodb = boto3.session.Session().client("dynamodb", region_name=cloud.region)
+    # A run table item as the submit writes it, older than the grace; its key sorts first (moto
+    # scans in key order), so that a pass meets it before the run's own item.
+    dynamodb.put_item(
+        TableName=harness.table,
+        Item={
+            "pk": {"S": "job#a-removed-task-job"},
+            "task_token": {"S": "a-token"},
+            "execution_arn": {
+                "S": f"arn:aws:states:{cloud.region}:{cloud.account}:execution:gone:run"
+            },
+            "slot": {"S": "0" * 32},
+            "attempt": {"N": "0"},
+            "variant": {"N": "0"},
+            "role_arn": {"S": removed},
+            "created_at": {"N": "1"},
+            "expires_at": {"N": str(int(time.time()) + 3600)},
+        },
+    )
+
+    def deny(params: dict[str, Any], **_: Any) -> Any:
+        if params.get("body", {}).get("RoleArn") != removed:
+            return None
+        from botocore.awsrequest import AWSResponse
+
+        return AWSResponse("https://local.invalid/", 403, {}, None), {
+            "Error": {"Code": "AccessDenied", "Message": "not authorized to assume the role"},
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        }
+
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register("before-call.sts.AssumeRole", deny)
+    cloud.faults.drop_events(times=1000)
+    result = harness.run("beside-an-unreachable-item", reconcile_every=0.2, timeout=15)
+    assert result.status == "SUCCEEDED", result.cause
+    (job,) = created(result)
+    assert result.output["TrainingJobName"] == job
+    assert harness.job_items() == ["job#a-removed-task-job"]  # left for its TTL
+    passes = [i for i in cloud.lambdas.invocations if i.event == {"action": "reconcile"}]
+    assert passes and {i.error for i in passes} == {"ReconcileIncomplete"}
+
+
 # -- DynamoDB throttling or failing, then recovering ---------------------------------------------
 
 
