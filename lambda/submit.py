@@ -290,6 +290,11 @@ class Submission:
         except ClientError as error:
             return self.create_failed(error, item, request, failures)
         except Exception:
+            # A timeout or a lost connection: the job may have been created all the same (if
+            # this describe fails too, the item stays for the reconciler).
+            job = _describe(self.sagemaker, name)
+            if job is not None and _is_ours(self.sagemaker, job, run, attempt, request):
+                return self.continue_created(item, job)
             token_store.forget_job(self.dynamodb, name)
             raise
         self.stop_if_orphaned(name)
@@ -303,12 +308,13 @@ class Submission:
         failures: int,
     ) -> dict[str, Any]:
         code = outcome.error_code(error)
-        if code == "ResourceInUse":
+        if code == "ResourceInUse" or code in TRANSIENT:
+            # The job may exist all the same: a 5xx can answer a request that created it, and
+            # the SDK's retry of a lost answer finds the name taken.
             job = _describe(self.sagemaker, item.name)
             if job is not None and _is_ours(self.sagemaker, job, self.run, item.attempt, request):
-                if job.get("TrainingJobStatus") in outcome.TERMINAL:
-                    outcome.settle(self.dynamodb, self.stepfunctions, item, job)
-                return {"TrainingJobName": item.name, "alreadySubmitted": True}
+                return self.continue_created(item, job)
+        if code == "ResourceInUse":
             token_store.forget_job(self.dynamodb, item.name)
             return self.fail(
                 lifecycle.Errors.JOB_NAME_TAKEN,
@@ -341,6 +347,14 @@ class Submission:
             )
             return self.fail(lifecycle.Errors.RESOURCE_LIMIT, cause)
         return self.fail(lifecycle.Errors.TRAINING_FAILED, cause)
+
+    def continue_created(self, item: token_store.JobItem, job: dict[str, Any]) -> dict[str, Any]:
+        """Go on with the attempt's job, created although CreateTrainingJob answered an error."""
+        if job.get("TrainingJobStatus") in outcome.TERMINAL:
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
+        else:
+            self.stop_if_orphaned(item.name)
+        return {"TrainingJobName": item.name, "alreadySubmitted": True}
 
     def stop_if_orphaned(self, name: str) -> None:
         """The execution may have ended while the job was being created: stop the job then."""

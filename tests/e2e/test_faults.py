@@ -662,6 +662,67 @@ def test_create_training_job_failing_leaves_no_token(
     assert harness.job_items() == []
 
 
+def answer_create_with_an_error_after_creating(harness: Harness, failure: str) -> None:
+    """The next CreateTrainingJob creates its job, then its caller gets ``failure`` instead of
+    the answer: ``"500"`` (InternalFailure, after the SDK's retries) or ``"timeout"`` (the read
+    timed out). Either way the job exists."""
+    from botocore.awsrequest import AWSResponse
+    from botocore.exceptions import ReadTimeoutError
+
+    cloud = harness.cloud
+    service = boto3.session.Session().client("sagemaker", region_name=cloud.region)
+    done: list[str] = []
+
+    def before_call(params: dict[str, Any], **_: Any) -> Any:
+        if done:
+            return None
+        request = json.loads(params["body"])
+        service.create_training_job(**request)
+        done.append(request["TrainingJobName"])
+        if failure == "timeout":
+            raise ReadTimeoutError(endpoint_url="https://api.sagemaker.local.invalid/")
+        return AWSResponse("https://local.invalid/", 500, {}, None), {
+            "Error": {"Code": "InternalFailure", "Message": "internal error (local fault)"},
+            "ResponseMetadata": {"HTTPStatusCode": 500},
+        }
+
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register("before-call.sagemaker.CreateTrainingJob", before_call)
+
+
+@pytest.mark.parametrize(
+    ("failure", "stop"),
+    [
+        pytest.param("timeout", False, id="read-timeout"),
+        pytest.param("timeout", True, id="read-timeout-execution-stopped"),
+        pytest.param("500", True, id="500-execution-stopped"),
+    ],
+)
+def test_a_job_created_although_create_training_job_failed_is_never_orphaned(
+    harness: Harness, failure: str, stop: bool
+) -> None:
+    """CreateTrainingJob created the job but its answer was lost. The submit must not drop its
+    record of the job: it continues the job (the run ends with it), or, if the execution was
+    stopped meanwhile, the job is stopped."""
+    cloud = harness.cloud
+    answer_create_with_an_error_after_creating(harness, failure)
+    if stop:
+        cloud.faults.stop_execution_during("submit.handler")
+    result = harness.run(f"created-then-{failure}-{stop}".lower())
+    (job,) = created(result)
+    assert len(cloud.training.requests) == 1
+    if stop:
+        assert result.status == "ABORTED"
+        assert cloud.training.stopped_jobs == [job]  # by the submit, once it found the job
+        harness.stopped_jobs_end()
+        assert harness.reports() == []
+    else:
+        assert result.status == "SUCCEEDED", result.cause
+        assert result.output["TrainingJobName"] == job
+    assert harness.job_items() == []
+
+
 def test_resource_limit_exceeded_leaves_no_token(harness: Harness) -> None:
     # Retried with the next fallback (the example's CapacityRetry), refused every time.
     result = harness.run("quota", outcomes=["ResourceLimitExceeded"] * CAPACITY_ATTEMPTS)
