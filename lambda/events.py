@@ -28,6 +28,9 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.core import lifecycle
 
+# Longer names cannot be a job's, longer ARNs not a DynamoDB key (DynamoDB refuses the call).
+MAX_JOB_NAME = 63
+MAX_KEY = 2048
 # A job item without its job is left alone this long: the submit Lambda may still be creating it.
 CREATION_GRACE_SECONDS = 15 * 60
 
@@ -54,7 +57,9 @@ def _stop(sagemaker: Any, name: str) -> str:
 
 def on_training_job_change(detail: dict[str, Any], dynamodb: Any) -> str:
     name = detail.get("TrainingJobName")
-    if not isinstance(name, str) or detail.get("TrainingJobStatus") not in outcome.TERMINAL:
+    if not isinstance(name, str) or len(name) > MAX_JOB_NAME:
+        return "ignored: not a job name"
+    if detail.get("TrainingJobStatus") not in outcome.TERMINAL:
         return "ignored: not terminal"
     item = token_store.get_job(dynamodb, name)
     if item is None:
@@ -74,7 +79,7 @@ def on_execution_end(detail: dict[str, Any], dynamodb: Any) -> str:
     if detail.get("status") not in lifecycle.STOPPING_EXECUTION_STATUSES:
         return "ignored: status"
     execution_arn = detail.get("executionArn")
-    if not isinstance(execution_arn, str):
+    if not isinstance(execution_arn, str) or len(execution_arn) > MAX_KEY:
         return "ignored: no execution"
     items = token_store.jobs_of_execution(dynamodb, execution_arn)
     if not items:
@@ -159,7 +164,13 @@ def replay_dead_letters(dynamodb: Any, max_messages: int = 1000) -> dict[str, in
 
 
 def dispatch(event: dict[str, Any], dynamodb: Any) -> Any:
+    # A direct invoke or a replayed message may hold anything: what is not an event is ignored
+    # (an error would be retried, dead-lettered, and fail again at every replay).
+    if not isinstance(event, dict):
+        return "ignored: not an event"
     detail = event.get("detail") or {}
+    if not isinstance(detail, dict):
+        return "ignored: detail"
     if event.get("source") == lifecycle.JOB_EVENT_SOURCE:
         return on_training_job_change(detail, dynamodb)
     if event.get("source") == lifecycle.EXECUTION_EVENT_SOURCE:

@@ -878,3 +878,38 @@ def _wait(condition: Callable[[], bool], what: str, seconds: float = 60) -> None
     while not condition():
         assert time.monotonic() < deadline, f"not within {seconds:.0f} s: {what}"
         time.sleep(0.05)
+
+
+# -- hostile events: ignored, never a failure that is retried and dead-lettered ------------------
+
+LONG = "x" * 100_000
+HOSTILE_EVENTS = {
+    "list": [],
+    "string": "aws.sagemaker",
+    "null": None,
+    "detail-not-an-object": {"source": lifecycle.JOB_EVENT_SOURCE, "detail": "Completed"},
+    "detail-a-list": {"source": lifecycle.EXECUTION_EVENT_SOURCE, "detail": ["ABORTED"]},
+    "status-a-list": {
+        "source": lifecycle.JOB_EVENT_SOURCE,
+        "detail": {"TrainingJobName": "job", "TrainingJobStatus": ["Completed"]},
+    },
+    "huge-job-name": {
+        "source": lifecycle.JOB_EVENT_SOURCE,
+        "detail": {"TrainingJobName": LONG, "TrainingJobStatus": "Completed"},
+    },
+    "huge-execution-arn": {
+        "source": lifecycle.EXECUTION_EVENT_SOURCE,
+        "detail": {"status": "ABORTED", "executionArn": LONG},
+    },
+    "source-a-list": {"source": [lifecycle.JOB_EVENT_SOURCE], "action": {"reconcile": 1}},
+}
+
+
+@pytest.mark.parametrize("event", HOSTILE_EVENTS.values(), ids=HOSTILE_EVENTS.keys())
+def test_a_malformed_event_is_ignored_not_failed(harness: Harness, event: Any) -> None:
+    """An event of the wrong shape (a direct invoke, a replayed message) is answered "ignored":
+    a failure would be retried, dead-lettered, and fail again at every replay."""
+    answer = harness.cloud.lambdas.invoke(harness.events_function, json.dumps(event))
+    assert json.loads(answer).startswith("ignored"), answer
+    # DynamoDB refuses a key over 2,048 bytes (moto does not): a huge name is never looked up.
+    assert not [c for c in harness.calls if LONG in json.dumps(c.params)]
