@@ -42,6 +42,10 @@ TRANSIENT = frozenset(
         "ServiceUnavailableException",
     }
 )
+# How often a retry looks for the job an earlier invocation of its attempt may still create.
+CREATION_POLL_SECONDS = 3.0
+# Time kept in hand at the end of an invocation (answering, the retry's own writes).
+_TIME_IN_HAND_SECONDS = 10.0
 
 
 class Throttled(Exception):
@@ -169,9 +173,14 @@ def _is_ours(sagemaker: Any, job: dict[str, Any], run: Run, attempt: int, reques
 class Submission:
     """One invocation: its clients, its run, and the steps of an attempt."""
 
-    def __init__(self, event: dict[str, Any]) -> None:
+    def __init__(self, event: dict[str, Any], remaining_seconds: float | None = None) -> None:
+        """``remaining_seconds``: how long the invocation may still run (its Lambda context)."""
         self.event = event
         self.run = Run.of(event)
+        budget = remaining_seconds
+        if budget is None:
+            budget = lifecycle.SUBMIT_TIMEOUT_SECONDS
+        self.deadline = time.monotonic() + budget - _TIME_IN_HAND_SECONDS
         self.dynamodb = boto3.client("dynamodb")
         self.sagemaker = control.client(self.run.control_role, "sagemaker")
         self.stepfunctions = control.client(self.run.control_role, "stepfunctions")
@@ -211,6 +220,8 @@ class Submission:
             outcome.report(self.stepfunctions, run.task_token, done, slot.attempt, slot.variant)
             return {"TrainingJobName": slot.job, "resumed": True}
         job = _describe(self.sagemaker, slot.job)
+        if job is None:
+            job = self.await_earlier_creation(slot)
         request = self.own_request(slot, slot.job) if job is not None else None
         if job is None or request is None:
             return None  # the earlier invocation never created it: start a new attempt
@@ -234,6 +245,39 @@ class Submission:
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
             outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         return {"TrainingJobName": slot.job, "resumed": True}
+
+    def await_earlier_creation(self, slot: token_store.SlotItem) -> dict[str, Any] | None:
+        """The slot's job, if the invocation that wrote the slot creates it after all.
+
+        Step Functions retries the task when its call to Lambda fails (``SdkClientException``,
+        a client timeout) while the invocation runs on. Until that invocation's timeout has
+        passed, it may still create the job: a retry that started another attempt then would
+        pay for two jobs. So the retry waits out that window, in this invocation or, if its own
+        time runs short, in the next (``HeteroTraining.Throttled`` is retried).
+        """
+        if slot.job is None:
+            return None
+        window_ends = slot.written_at + lifecycle.CREATION_WINDOW_SECONDS
+        while time.time() < window_ends:
+            if time.monotonic() + CREATION_POLL_SECONDS > self.deadline:
+                raise Throttled(
+                    f"{slot.job}: the invocation that named it may still create it (until "
+                    f"{lifecycle.CREATION_WINDOW_SECONDS} s after it started); retry later"
+                )
+            time.sleep(CREATION_POLL_SECONDS)
+            job = _describe(self.sagemaker, slot.job)
+            if job is not None:
+                return job
+        return None
+
+    def release(self, item: token_store.JobItem, failures: int) -> None:
+        """No job will have the slot's name: its retry need not wait for it."""
+        token_store.put_slot(
+            self.dynamodb,
+            token_store.SlotItem(item.slot, None, item.attempt, item.variant, False, failures),
+            outcome.SLOT_TTL_SECONDS,
+            only_if_job=item.name,
+        )
 
     def submit(self) -> dict[str, Any]:
         run = self.run
@@ -267,11 +311,6 @@ class Submission:
             )
         name = name_holder[-1]
         request = _with_markers(request, run, attempt)
-        token_store.put_slot(
-            self.dynamodb,
-            token_store.SlotItem(run.slot.digest, name, attempt, variant, False, failures),
-            outcome.SLOT_TTL_SECONDS,
-        )
         item = token_store.JobItem(
             name,
             run.task_token,
@@ -285,17 +324,28 @@ class Submission:
             request["OutputDataConfig"]["S3OutputPath"],
         )
         token_store.put_job(self.dynamodb, item, run.ttl_seconds)
+        # The slot last: once it names the job, a retry waits for the job (see
+        # await_earlier_creation), so nothing that can fail comes between it and the creation.
+        try:
+            token_store.put_slot(
+                self.dynamodb,
+                token_store.SlotItem(run.slot.digest, name, attempt, variant, False, failures),
+                outcome.SLOT_TTL_SECONDS,
+            )
+        except Exception:
+            token_store.forget_job(self.dynamodb, name)  # never to be created
+            raise
         try:
             self.sagemaker.create_training_job(**request)
         except ClientError as error:
             return self.create_failed(error, item, request, failures)
         except Exception:
-            # A timeout or a lost connection: the job may have been created all the same (if
-            # this describe fails too, the item stays for the reconciler).
+            # A timeout or a lost connection: the job may have been created all the same, or
+            # may still be. Its item stays: the retry (which waits for the job) or the
+            # reconciler (which stops an orphan, or forgets a job never created) settles it.
             job = _describe(self.sagemaker, name)
             if job is not None and _is_ours(self.sagemaker, job, run, attempt, request):
                 return self.continue_created(item, job)
-            token_store.forget_job(self.dynamodb, name)
             raise
         self.stop_if_orphaned(name)
         return {"TrainingJobName": name, "attempt": attempt, "variant": variant}
@@ -328,6 +378,8 @@ class Submission:
             )
         token_store.forget_job(self.dynamodb, item.name)
         if code in TRANSIENT:
+            # Answered, and no job has the name: the retry need not wait for one.
+            self.release(item, failures)
             raise Throttled(str(error)) from error
         cause = {
             "TrainingJobName": item.name,
@@ -372,7 +424,8 @@ class Submission:
 
 def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     try:
-        return Submission(event).submit()
+        remaining = context.get_remaining_time_in_millis() / 1000 if context else None
+        return Submission(event, remaining).submit()
     except ClientError as error:
         if outcome.error_code(error) in TRANSIENT:
             raise Throttled(str(error)) from error

@@ -68,6 +68,8 @@ class SlotItem:
     variant: int
     reported: bool
     capacity_failures: int
+    # When it was written (seconds since the epoch; 0 in items written before it was kept).
+    written_at: int = 0
 
     @staticmethod
     def parse(item: dict[str, Any]) -> SlotItem:
@@ -78,6 +80,7 @@ class SlotItem:
             variant=int(item.get("variant", {}).get("N", "0")),
             reported=bool(item.get("reported", {}).get("BOOL", False)),
             capacity_failures=int(item.get("capacity_failures", {}).get("N", "0")),
+            written_at=int(item.get("written_at", {}).get("N", "0")),
         )
 
 
@@ -151,6 +154,7 @@ def put_slot(
         "variant": {"N": str(slot.variant)},
         "reported": {"BOOL": slot.reported},
         "capacity_failures": {"N": str(slot.capacity_failures)},
+        "written_at": {"N": str(int(time.time()))},
         "expires_at": {"N": str(int(time.time()) + ttl_seconds)},
     }
     if slot.job is not None:

@@ -303,7 +303,7 @@ class TrainingRunner(Construct):
             code=code,
             role=role,
             log_group=log_group,
-            timeout=Duration.seconds(60 if name == "Submit" else 300),
+            timeout=Duration.seconds(lifecycle.SUBMIT_TIMEOUT_SECONDS if name == "Submit" else 300),
             memory_size=256,
             tracing=lambda_.Tracing.ACTIVE,
             environment=environment,

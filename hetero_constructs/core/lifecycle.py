@@ -28,6 +28,12 @@ TAG_ATTEMPT = "hetero-constructs:attempt"
 # The description of the stack output that holds a training state machine's ARN.
 STATE_MACHINE_OUTPUT_PREFIX = "hetero-constructs:state-machine:"
 
+# The submit Lambda's timeout. An invocation whose caller got an error (Step Functions then
+# retries the task) may run on until it, so a retry waits this long, plus a margin for a request
+# in flight, before it gives the slot's job up as never created.
+SUBMIT_TIMEOUT_SECONDS = 60
+CREATION_WINDOW_SECONDS = SUBMIT_TIMEOUT_SECONDS + 30
+
 # Keys Step Functions itself adds to an execution's input; they are never overrides.
 SERVICE_INPUT_PREFIX = "AWS_STEP_FUNCTIONS_"
 

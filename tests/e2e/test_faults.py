@@ -555,10 +555,10 @@ def take_the_slot_s_first_name(harness: Harness, *, completed: bool = False) -> 
 def test_a_job_created_under_the_slot_s_name_between_two_attempts_is_not_resumed(
     harness: Harness,
 ) -> None:
-    """The first submit records its slot's job name, then fails before creating the job (its
-    job item's put is throttled). Before the retry, someone creates a job of that name with
-    every marker tag a run would give it. The retry must not continue it as its own: it starts a
-    new attempt, under a new name, and the run ends with its own job."""
+    """The first submit records its job, then fails before creating it (its slot's put is
+    throttled). Before the retry, someone creates a job of that name with every marker tag a
+    run would give it. The retry must not continue it as its own: it starts a new attempt,
+    under a new name, and the run ends with its own job."""
     cloud = harness.cloud
     squatted: list[str] = []
     faults = cloud.faults
@@ -568,7 +568,8 @@ def test_a_job_created_under_the_slot_s_name_between_two_attempts_is_not_resumed
     )
     result = harness.run("between-attempts")
     (name,) = squatted
-    assert [c.params["Item"]["pk"]["S"] for c in harness.calls if c.error] == [f"job#{name}"]
+    (refused,) = [c.params["Item"]["pk"]["S"] for c in harness.calls if c.error]
+    assert refused.startswith("slot#")
     assert result.status == "SUCCEEDED", result.cause
     assert "someone-elses-bucket" not in json.dumps(result.output)
     assert "their/image" not in json.dumps(result.output)
@@ -785,6 +786,88 @@ def test_a_lambda_failing_after_its_work_makes_one_job(
     assert result.output["TrainingJobName"] == job
     assert history_types(result).count("TaskSucceeded") == 1
     assert harness.job_items() == []
+
+
+def land_the_next_create_late(harness: Harness, *, land: bool = True) -> list[str]:
+    """The next CreateTrainingJob answers success at once, but its job appears only after the
+    first DescribeTrainingJob of that name that follows (the invocation that sent it ran on
+    while its caller had already given up); never, unless ``land`` (it died before sending).
+    Returns the names of jobs landed so."""
+    from botocore.awsrequest import AWSResponse
+
+    cloud = harness.cloud
+    service = boto3.session.Session().client("sagemaker", region_name=cloud.region)
+    in_flight: list[dict[str, Any]] = []
+    landed: list[str] = []
+
+    def before_create(params: dict[str, Any], **_: Any) -> Any:
+        if in_flight or landed:
+            return None
+        request = json.loads(params["body"])
+        in_flight.append(request)
+        arn = f"arn:aws:sagemaker:{cloud.region}:{cloud.account}:training-job/x"
+        return AWSResponse("https://local.invalid/", 200, {}, None), {
+            "TrainingJobArn": arn,
+            "ResponseMetadata": {"HTTPStatusCode": 200},
+        }
+
+    def before_describe(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["described-name"] = params.get("TrainingJobName")
+
+    def after_describe(context: dict[str, Any], **_: Any) -> None:
+        if land and in_flight and context.get("described-name") == in_flight[0]["TrainingJobName"]:
+            request = in_flight.pop()
+            service.create_training_job(**request)
+            landed.append(request["TrainingJobName"])
+
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register("before-call.sagemaker.CreateTrainingJob", before_create)
+    session.events.register("before-parameter-build.sagemaker.DescribeTrainingJob", before_describe)
+    session.events.register("after-call.sagemaker.DescribeTrainingJob", after_describe)
+    return landed
+
+
+def test_a_retry_waits_for_the_job_an_earlier_invocation_is_still_creating(
+    harness: Harness,
+) -> None:
+    """Step Functions' call to the submit Lambda fails (Lambda.ServiceException) while the
+    invocation runs on and creates the job a moment later. The task's retry finds the slot's job
+    not there yet: it must wait for it and continue it, not start a second job beside it."""
+    cloud = harness.cloud
+    cloud.faults.fail_lambda("submit.handler", after_work=True)
+    landed = land_the_next_create_late(harness)
+    result = harness.run("still-creating", timeout=60)
+    assert result.status == "SUCCEEDED", result.cause
+    (job,) = landed
+    assert created(result) == [job]
+    assert len(cloud.training.requests) == 1
+    assert result.output["TrainingJobName"] == job
+    assert result.output["Attempt"] == 0
+    assert harness.job_items() == []
+
+
+def test_a_retry_starts_a_new_attempt_once_an_earlier_invocation_can_no_longer_create(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As above, but the earlier invocation died before its request left: the retry waits out
+    the window in which it could still have created the job (shortened here), then runs a new
+    attempt. The job item of the job never created stays for the reconciler, which forgets it
+    after its grace period."""
+    monkeypatch.setattr(lifecycle, "CREATION_WINDOW_SECONDS", 4)
+    cloud = harness.cloud
+    cloud.faults.fail_lambda("submit.handler", after_work=True)
+    landed = land_the_next_create_late(harness, land=False)
+    started = time.monotonic()
+    result = harness.run("never-created", timeout=60)
+    assert result.status == "SUCCEEDED", result.cause
+    assert time.monotonic() - started >= 3  # it waited (the window minus the retry's delay)
+    assert landed == []
+    (job,) = created(result)
+    assert result.output["TrainingJobName"] == job
+    assert result.output["Attempt"] == 1
+    (never,) = harness.job_items()
+    assert never != f"job#{job}"
 
 
 # -- dead-lettered events, replayed with the documented action -----------------------------------
