@@ -84,8 +84,33 @@ def on_execution_end(detail: dict[str, Any], dynamodb: Any) -> str:
     items = token_store.jobs_of_execution(dynamodb, execution_arn)
     if not items:
         return "ignored: no job"
-    # The job items stay: the jobs' Stopped events (or the reconciler) settle them.
-    return "; ".join(_stop(control.client(i.role_arn, "sagemaker"), i.name) for i in items)
+    # The job items stay: the jobs' Stopped events (or the reconciler) settle them. Each job on
+    # its own: one that fails (a throttled call) does not keep the others running.
+    done, failed = [], []
+    for item in items:
+        try:
+            done.append(_stop_own(item))
+        except Exception as error:
+            failed.append(f"{item.name}: {type(error).__name__}: {error}"[:500])
+    if failed:
+        raise StopIncomplete(f"{'; '.join(done)}; not stopped ({len(failed)}): {failed[:10]}")
+    return "; ".join(done)
+
+
+class StopIncomplete(Exception):
+    """Some jobs of an ended execution could not be stopped (the others were): the delivery
+    fails, so that Lambda's retries, the dead-letter queue or the reconciler stop them."""
+
+
+def _stop_own(item: token_store.JobItem) -> str:
+    """Stop the job ``item`` waits for, never another job of the same name."""
+    sagemaker = control.client(item.role_arn, "sagemaker")
+    job = _describe(sagemaker, item.name)
+    if job is None:
+        return f"not running: {item.name}"
+    if not outcome.is_own_job(sagemaker, item, job):
+        return f"not ours: {item.name}"
+    return _stop(sagemaker, item.name)
 
 
 class ReconcileIncomplete(Exception):

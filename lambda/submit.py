@@ -344,8 +344,11 @@ class Submission:
             # may still be. Its item stays: the retry (which waits for the job) or the
             # reconciler (which stops an orphan, or forgets a job never created) settles it.
             job = _describe(self.sagemaker, name)
-            if job is not None and _is_ours(self.sagemaker, job, run, attempt, request):
-                return self.continue_created(item, job)
+            if job is not None:
+                if _is_ours(self.sagemaker, job, run, attempt, request):
+                    return self.continue_created(item, job)
+                # Someone else's job has the name: nothing of ours will (it would be stopped).
+                token_store.forget_job(self.dynamodb, name)
             raise
         self.stop_if_orphaned(name)
         return {"TrainingJobName": name, "attempt": attempt, "variant": variant}

@@ -255,26 +255,19 @@ def test_every_event_dropped_a_stopped_execution_s_job_is_stopped(harness: Harne
     assert harness.reports() == []  # the task had ended
 
 
-def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
-    harness: Harness,
-) -> None:
-    """A job item whose control role can no longer be assumed (its task was removed by a
-    redeploy while the item was open) fails in every reconcile pass. The pass goes on with the
-    other items: with every event lost, the run still ends by the reconciler, and the pass
-    fails (the errors alarm) with what it could not reach."""
+def unreachable_job_item(harness: Harness, execution_arn: str) -> None:
+    """A run table item as the submit writes it, older than the grace, whose control role can
+    no longer be assumed (its task was removed by a redeploy while the item was open). Its key
+    sorts first (moto scans and queries in key order), so that a pass meets it first."""
     cloud = harness.cloud
     removed = f"arn:aws:iam::{cloud.account}:role/hetero-control/removed-task"
     dynamodb = boto3.session.Session().client("dynamodb", region_name=cloud.region)
-    # A run table item as the submit writes it, older than the grace; its key sorts first (moto
-    # scans in key order), so that a pass meets it before the run's own item.
     dynamodb.put_item(
         TableName=harness.table,
         Item={
             "pk": {"S": "job#a-removed-task-job"},
             "task_token": {"S": "a-token"},
-            "execution_arn": {
-                "S": f"arn:aws:states:{cloud.region}:{cloud.account}:execution:gone:run"
-            },
+            "execution_arn": {"S": execution_arn},
             "slot": {"S": "0" * 32},
             "attempt": {"N": "0"},
             "variant": {"N": "0"},
@@ -297,6 +290,19 @@ def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
     session = boto3.DEFAULT_SESSION
     assert session is not None
     session.events.register("before-call.sts.AssumeRole", deny)
+
+
+def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
+    harness: Harness,
+) -> None:
+    """A job item whose control role can no longer be assumed (its task was removed by a
+    redeploy while the item was open) fails in every reconcile pass. The pass goes on with the
+    other items: with every event lost, the run still ends by the reconciler, and the pass
+    fails (the errors alarm) with what it could not reach."""
+    cloud = harness.cloud
+    unreachable_job_item(
+        harness, f"arn:aws:states:{cloud.region}:{cloud.account}:execution:gone:run"
+    )
     cloud.faults.drop_events(times=1000)
     result = harness.run("beside-an-unreachable-item", reconcile_every=0.2, timeout=15)
     assert result.status == "SUCCEEDED", result.cause
@@ -305,6 +311,26 @@ def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
     assert harness.job_items() == ["job#a-removed-task-job"]  # left for its TTL
     passes = [i for i in cloud.lambdas.invocations if i.event == {"action": "reconcile"}]
     assert passes and {i.error for i in passes} == {"ReconcileIncomplete"}
+
+
+def test_an_execution_s_job_is_stopped_beside_one_that_cannot_be_reached(
+    harness: Harness,
+) -> None:
+    """The execution ends (stopped) while one of its job items cannot be reached: its other
+    jobs are stopped all the same, and the delivery fails (retried, then dead-lettered)."""
+    cloud = harness.cloud
+    machine = harness.machine.replace(":stateMachine:", ":execution:")
+    unreachable_job_item(harness, f"{machine}:stopped-beside")
+    result = harness.run("stopped-beside", stop_execution=True)
+    assert result.status == "ABORTED"
+    (job,) = created(result)
+    assert cloud.training.stopped_jobs == [job]
+    ends = [
+        i
+        for i in cloud.lambdas.invocations
+        if isinstance(i.event, dict) and i.event.get("source") == lifecycle.EXECUTION_EVENT_SOURCE
+    ]
+    assert ends and {i.error for i in ends} == {"StopIncomplete"}
 
 
 # -- DynamoDB throttling or failing, then recovering ---------------------------------------------
@@ -453,7 +479,8 @@ def squat(
     """Just before the submit's first CreateTrainingJob, someone else creates a job of that
     name (their role and bucket; with ``copy_markers``, every tag of ours too). ``meanwhile``:
     what runs at that moment (on AWS the Lambdas run concurrently): the reconciler
-    (``"reconcile"``) or the delivery of their job's end event (``"event"``)."""
+    (``"reconcile"``), the delivery of their job's end event (``"event"``) or of an end event
+    of the run's execution (``"execution-end"``), which stops the execution's jobs."""
     cloud = harness.cloud
     squatted: list[str] = []
     # Their own session: their call is not ours (no fault, no record).
@@ -463,6 +490,7 @@ def squat(
         if squatted:
             return
         request = json.loads(json.dumps(params))
+        ours = {tag["Key"]: tag["Value"] for tag in request["Tags"]}
         request["RoleArn"] = f"arn:aws:iam::{cloud.account}:role/someone-else"
         request["OutputDataConfig"] = {"S3OutputPath": SOMEONE_ELSES_OUTPUT}
         if not copy_markers:
@@ -477,6 +505,14 @@ def squat(
         elif meanwhile == "event":
             event = cloud.training.state_change_event(name)
             cloud.lambdas.invoke(harness.events_function, json.dumps(event))
+        elif meanwhile == "execution-end":
+            event = {
+                "source": lifecycle.EXECUTION_EVENT_SOURCE,
+                "detail-type": lifecycle.EXECUTION_EVENT_TYPE,
+                "detail": {"status": "ABORTED", "executionArn": ours[lifecycle.TAG_EXECUTION]},
+            }
+            answer = cloud.lambdas.invoke(harness.events_function, json.dumps(event))
+            assert json.loads(answer) == f"not ours: {name}"
 
     session = boto3.DEFAULT_SESSION
     assert session is not None
@@ -492,6 +528,7 @@ def squat(
         pytest.param(False, True, "reconcile", id="completed-reconciled-meanwhile"),
         pytest.param(True, True, "reconcile", id="completed-our-tags-reconciled-meanwhile"),
         pytest.param(True, True, "event", id="completed-our-tags-event-meanwhile"),
+        pytest.param(True, False, "execution-end", id="running-our-tags-execution-end-meanwhile"),
     ],
 )
 def test_a_job_pre_created_under_our_name_is_never_adopted(
