@@ -19,6 +19,7 @@ from rich.text import Text
 from hetero_constructs.cli.aws import AWS_ERRORS, AwsOptions, RunClients, describe_aws_error
 from hetero_constructs.cli.follow import (
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     EXIT_SUCCEEDED,
     FollowDisplay,
     LocalFollow,
@@ -345,13 +346,21 @@ def run(
                 f"(or hetero-train status {execution_arn})"
             )
         return EXIT_SUCCEEDED
-    result = follow_run(
-        RunClients(stepfunctions, aws.client("sagemaker", session), aws.client("logs", session)),
-        execution_arn,
-        out.console,
-        poll_seconds=poll_interval,
-        json_out=out.stdout if json_flag else None,
-    )
+    try:
+        result = follow_run(
+            RunClients(
+                stepfunctions, aws.client("sagemaker", session), aws.client("logs", session)
+            ),
+            execution_arn,
+            out.console,
+            poll_seconds=poll_interval,
+            json_out=out.stdout if json_flag else None,
+        )
+    except KeyboardInterrupt:
+        # Before following began (follow_run asks what to do once it follows): the run goes
+        # on, and its ARN is the only handle on it.
+        click.echo(f"Interrupted; the run goes on: {execution_arn}", err=True)
+        return EXIT_INTERRUPTED
     return result.exit_code
 
 
@@ -655,7 +664,10 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     except click.ClickException as error:
         error.show()
         return int(error.exit_code)
-    except click.Abort:
+    except click.Abort as abort:
         click.echo("Aborted.", err=True)
-        return EXIT_FAILED
+        # Ctrl-C (click turns it into Abort) exits as an interrupted process does; EOF at a
+        # prompt is a failure.
+        interrupted = isinstance(abort.__cause__ or abort.__context__, KeyboardInterrupt)
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
     return int(result) if isinstance(result, int) else EXIT_SUCCEEDED

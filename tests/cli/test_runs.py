@@ -444,3 +444,21 @@ def test_an_execution_output_nested_beyond_the_parser_is_shown(stack: FakeStack)
     code, text = follow(stack, Scenario(stack, arn, outcome=None))
     assert code == 1 and "Run deep-2 FAILED" in text
     assert re.search(rf"^failure reason +Custom: {re.escape(deep)}$", text, re.MULTILINE)
+
+
+def test_ctrl_c_outside_the_follow_loop_exits_130_and_names_the_started_run(
+    stack: FakeStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Between StartExecution and following: the run goes on, and its ARN is its only handle.
+    def interrupted(*_: Any, **__: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("hetero_constructs.cli.app.follow_run", interrupted)
+    code, _ = cli("run", STACK, "Training", "--name", "ctrl-c-1", "--follow")
+    assert code == EXIT_INTERRUPTED
+    assert f"the run goes on: {stack.execution_arn('ctrl-c-1')}" in capsys.readouterr().err
+    # Anywhere else (here: status reading the execution), as an interrupted process exits.
+    monkeypatch.setattr("hetero_constructs.cli.app.resolve_execution", interrupted)
+    code, _ = cli("status", "ctrl-c-1")
+    assert code == EXIT_INTERRUPTED
+    assert "Aborted." in capsys.readouterr().err
