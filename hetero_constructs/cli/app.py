@@ -491,7 +491,11 @@ def logs(
     out = _output(json_flag)
     clients = _aws(profile, region, endpoint_url).run_clients()
     arn = resolve_execution(run_id, stepfunctions=clients.stepfunctions)
+    watch = RunWatch(clients, arn, read_history=False)
     if follow:
+        if group is not None:
+            watch.poll(logs=False)
+            _check_group(watch, group)
         result = follow_run(
             clients,
             arn,
@@ -501,16 +505,10 @@ def logs(
             logs_only=True,
             group=group,
         )
-        return EXIT_SUCCEEDED if result.exit_code != 130 else result.exit_code
-    watch = RunWatch(clients, arn, read_history=False)
+        return EXIT_SUCCEEDED if result.exit_code != EXIT_INTERRUPTED else result.exit_code
     update = watch.poll()
     if group is not None:
-        known = {g for job in watch.jobs for g in job.instance_groups}
-        if known and group not in known:
-            raise CliError(
-                f"The run's jobs have no instance group {group!r}. Allowed: "
-                f"{', '.join(sorted(known))}. Fix: pass one of them to --group."
-            )
+        _check_group(watch, group)
     display = FollowDisplay(
         out.console, json_out=out.stdout if json_flag else None, logs_only=True, group=group
     )
@@ -526,6 +524,17 @@ def logs(
     if not watch.jobs:
         out.note(f"{watch.execution.name if watch.execution else run_id} has no training job yet.")
     return EXIT_SUCCEEDED
+
+
+def _check_group(watch: RunWatch, group: str) -> None:
+    """``--group`` names a group of the run's jobs (checked once jobs exist: a misspelled group
+    would show nothing, following or not)."""
+    known = {g for job in watch.jobs for g in job.instance_groups}
+    if known and group not in known:
+        raise CliError(
+            f"The run's jobs have no instance group {group!r}. Allowed: "
+            f"{', '.join(sorted(known))}. Fix: pass one of them to --group."
+        )
 
 
 @cli.command()

@@ -110,7 +110,8 @@ class RunWatch:
     def ended(self) -> bool:
         return self.execution is not None and self.execution.ended
 
-    def poll(self) -> RunUpdate:
+    def poll(self, *, logs: bool = True) -> RunUpdate:
+        """What is new since the last poll; ``logs=False``: the execution and its jobs only."""
         update = RunUpdate()
         execution = describe_execution(self.clients.stepfunctions, self.execution_arn)
         self.execution = execution
@@ -134,7 +135,8 @@ class RunWatch:
                 if key not in self._seen_transitions:
                     self._seen_transitions.add(key)
                     update.transitions.append((job, transition))
-        update.lines = self._poll_logs()
+        if logs:
+            update.lines = self._poll_logs()
         return update
 
     def _poll_logs(self) -> list[LogLine]:

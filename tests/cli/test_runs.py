@@ -310,6 +310,9 @@ def test_logs_interleave_hosts_in_time_order_with_groups(stack: FakeStack) -> No
 
     code, _ = cli("logs", arn, "--group", "cpu")
     assert code == 1
+    # Following too: a misspelled group would show nothing and exit 0.
+    code, text = cli("logs", arn, "--group", "cpu", "--follow", "--poll-interval", "0")
+    assert code == 1 and text == ""
 
 
 def test_hosts_whose_group_is_not_logged_show_the_host_only(
