@@ -519,7 +519,9 @@ def follow_run(
     """
     console = console or make_console(sys.stdout)
     if ask is None:
-        ask = _ask_on_terminal(console) if console.is_terminal and sys.stdin.isatty() else None
+        # JSON Lines on standard output: the question goes to standard error.
+        asking = console if json_out is None else make_console(sys.stderr)
+        ask = _ask_on_terminal(asking) if asking.is_terminal and sys.stdin.isatty() else None
     watch = RunWatch(clients, execution_arn, log_group=log_group, clock=clock)
     display = FollowDisplay(console, json_out=json_out, logs_only=logs_only, group=group)
     live: Live | None = None

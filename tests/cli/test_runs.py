@@ -277,6 +277,38 @@ def test_ctrl_c_without_a_terminal_stops_following(stack: FakeStack) -> None:
     assert stack.stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
 
 
+class _TerminalText(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_ctrl_c_with_json_lines_asks_on_standard_error(
+    stack: FakeStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Standard output carries JSON Lines: the question must not land between them.
+    arn = start(stack, "int-3")
+    stdout, stderr = _TerminalText(), _TerminalText()
+    monkeypatch.setattr("sys.stderr", stderr)
+    monkeypatch.setattr("sys.stdin", _TerminalText())
+    asked_on: list[Any] = []
+
+    def answer(*_: Any, console: Any, **__: Any) -> str:
+        asked_on.append(console.file)
+        return "f"
+
+    monkeypatch.setattr("rich.prompt.Prompt.ask", answer)
+
+    def interrupt(_: float) -> None:
+        raise KeyboardInterrupt
+
+    result = follow_run(
+        clients(stack), arn, make_console(stdout, terminal=True), sleep=interrupt, json_out=stdout
+    )
+    assert result.exit_code == EXIT_INTERRUPTED
+    assert asked_on == [stderr]
+    assert all(json.loads(line) for line in stdout.getvalue().splitlines())
+
+
 # -- status, logs, stop, list -----------------------------------------------------------------
 
 
