@@ -127,11 +127,12 @@ def reconcile(dynamodb: Any, now: float | None = None) -> dict[str, int]:
     now = time.time() if now is None else now
     done = {"settled": 0, "stopped": 0, "forgotten": 0, "running": 0}
     failed: list[str] = []
-    for item in token_store.all_jobs(dynamodb):
+    for raw in token_store.all_jobs(dynamodb):
         try:
-            kind = _reconcile_one(dynamodb, item, now)
+            kind = _reconcile_one(dynamodb, token_store.JobItem.parse(raw), now)
         except Exception as error:  # reported once the others are done
-            failed.append(f"{item.name}: {type(error).__name__}: {error}"[:500])
+            key = str((raw.get("pk") or {}).get("S"))[:200]
+            failed.append(f"{key}: {type(error).__name__}: {error}"[:500])
             continue
         if kind:
             done[kind] += 1

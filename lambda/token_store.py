@@ -125,15 +125,16 @@ def jobs_of_execution(dynamodb: Any, execution_arn: str) -> list[JobItem]:
     return [JobItem.parse(item) for page in pages for item in page.get("Items", [])]
 
 
-def all_jobs(dynamodb: Any) -> list[JobItem]:
-    """Every unsettled job (the reconciler's view); the table holds only live runs."""
+def all_jobs(dynamodb: Any) -> list[dict[str, Any]]:
+    """Every unsettled job's item, unparsed (the reconciler's view: it parses each on its own,
+    so that one malformed item does not hide the others); the table holds only live runs."""
     pages = dynamodb.get_paginator("scan").paginate(
         TableName=table_name(),
         FilterExpression="begins_with(pk, :job)",
         ExpressionAttributeValues={":job": {"S": JOB}},
         ConsistentRead=True,
     )
-    return [JobItem.parse(item) for page in pages for item in page.get("Items", [])]
+    return [item for page in pages for item in page.get("Items", [])]
 
 
 def get_slot(dynamodb: Any, digest: str) -> SlotItem | None:

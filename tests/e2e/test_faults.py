@@ -313,6 +313,26 @@ def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
     assert passes and {i.error for i in passes} == {"ReconcileIncomplete"}
 
 
+def test_a_malformed_job_item_does_not_stop_the_reconciler_for_the_others(
+    harness: Harness,
+) -> None:
+    """An item of the run table that does not parse (written by hand, or by another version):
+    with every event lost, the run still ends by the reconciler, and every pass fails
+    (the errors alarm) naming that item."""
+    cloud = harness.cloud
+    dynamodb = boto3.session.Session().client("dynamodb", region_name=cloud.region)
+    dynamodb.put_item(
+        TableName=harness.table,
+        Item={"pk": {"S": "job#a-malformed-item"}, "attempt": {"S": "not a number"}},
+    )
+    cloud.faults.drop_events(times=1000)
+    result = harness.run("beside-a-malformed-item", reconcile_every=0.2, timeout=15)
+    assert result.status == "SUCCEEDED", result.cause
+    assert harness.job_items() == ["job#a-malformed-item"]
+    passes = [i for i in cloud.lambdas.invocations if i.event == {"action": "reconcile"}]
+    assert passes and {i.error for i in passes} == {"ReconcileIncomplete"}
+
+
 def test_an_execution_s_job_is_stopped_beside_one_that_cannot_be_reached(
     harness: Harness,
 ) -> None:
