@@ -357,9 +357,13 @@ def run(
             json_out=out.stdout if json_flag else None,
         )
     except KeyboardInterrupt:
-        # Before following began (follow_run asks what to do once it follows): the run goes
-        # on, and its ARN is the only handle on it.
-        click.echo(f"Interrupted; the run goes on: {execution_arn}", err=True)
+        # Outside the follow loop (which asks what to do): before following began, or during a
+        # stop. The run may go on, and its ARN is the only handle on it.
+        click.echo(
+            f"Interrupted; the run may go on: {execution_arn} "
+            f"(hetero-train status {execution_arn})",
+            err=True,
+        )
         return EXIT_INTERRUPTED
     return result.exit_code
 
