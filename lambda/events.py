@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 import boto3
 import control
@@ -27,6 +28,9 @@ import token_store
 from botocore.exceptions import ClientError
 
 from hetero_constructs.core import lifecycle
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 # Longer names cannot be a job's, longer ARNs not a DynamoDB key (DynamoDB refuses the call).
 MAX_JOB_NAME = 63
@@ -86,15 +90,25 @@ def on_execution_end(detail: dict[str, Any], dynamodb: Any) -> str:
         return "ignored: no job"
     # The job items stay: the jobs' Stopped events (or the reconciler) settle them. Each job on
     # its own: one that fails (a throttled call) does not keep the others running.
-    done, failed = [], []
-    for item in items:
-        try:
-            done.append(_stop_own(item))
-        except Exception as error:
-            failed.append(f"{item.name}: {type(error).__name__}: {error}"[:500])
+    done, failed = _one_by_one(items, _stop_own, lambda item: item.name)
     if failed:
         raise StopIncomplete(f"{'; '.join(done)}; not stopped ({len(failed)}): {failed[:10]}")
     return "; ".join(done)
+
+
+def _one_by_one(
+    items: Iterable[T], step: Callable[[T], R], name_of: Callable[[T], str]
+) -> tuple[list[R], list[str]]:
+    """``step`` on each item on its own: what it returned, and a line for each that failed (one
+    item that fails must not leave the others unstopped or unsettled)."""
+    results: list[R] = []
+    failed: list[str] = []
+    for item in items:
+        try:
+            results.append(step(item))
+        except Exception as error:  # reported once the others are done
+            failed.append(f"{name_of(item)}: {type(error).__name__}: {error}"[:500])
+    return results, failed
 
 
 class StopIncomplete(Exception):
@@ -125,17 +139,14 @@ def reconcile(dynamodb: Any, now: float | None = None) -> dict[str, int]:
     the pass goes on, then raises ``ReconcileIncomplete`` naming the items it could not reach.
     """
     now = time.time() if now is None else now
+    kinds, failed = _one_by_one(
+        token_store.all_jobs(dynamodb),
+        lambda raw: _reconcile_one(dynamodb, token_store.JobItem.parse(raw), now),
+        lambda raw: str((raw.get("pk") or {}).get("S"))[:200],
+    )
     done = {"settled": 0, "stopped": 0, "forgotten": 0, "running": 0}
-    failed: list[str] = []
-    for raw in token_store.all_jobs(dynamodb):
-        try:
-            kind = _reconcile_one(dynamodb, token_store.JobItem.parse(raw), now)
-        except Exception as error:  # reported once the others are done
-            key = str((raw.get("pk") or {}).get("S"))[:200]
-            failed.append(f"{key}: {type(error).__name__}: {error}"[:500])
-            continue
-        if kind:
-            done[kind] += 1
+    for kind in filter(None, kinds):
+        done[kind] += 1
     if failed:
         raise ReconcileIncomplete(f"{done}; not reconciled ({len(failed)}): {failed[:10]}")
     return done

@@ -221,7 +221,7 @@ class Submission:
             return {"TrainingJobName": slot.job, "resumed": True}
         job = _describe(self.sagemaker, slot.job)
         if job is None:
-            job = self.await_earlier_creation(slot)
+            job = self.await_earlier_creation(slot.job, slot.written_at)
         request = self.own_request(slot, slot.job) if job is not None else None
         if job is None or request is None:
             return None  # the earlier invocation never created it: start a new attempt
@@ -246,8 +246,9 @@ class Submission:
             outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         return {"TrainingJobName": slot.job, "resumed": True}
 
-    def await_earlier_creation(self, slot: token_store.SlotItem) -> dict[str, Any] | None:
-        """The slot's job, if the invocation that wrote the slot creates it after all.
+    def await_earlier_creation(self, name: str, written_at: int) -> dict[str, Any] | None:
+        """The slot's job ``name``, if the invocation that wrote the slot (at ``written_at``)
+        creates it after all.
 
         Step Functions retries the task when its call to Lambda fails (``SdkClientException``,
         a client timeout) while the invocation runs on. Until that invocation's timeout has
@@ -255,17 +256,15 @@ class Submission:
         pay for two jobs. So the retry waits out that window, in this invocation or, if its own
         time runs short, in the next (``HeteroTraining.Throttled`` is retried).
         """
-        if slot.job is None:
-            return None
-        window_ends = slot.written_at + lifecycle.CREATION_WINDOW_SECONDS
+        window_ends = written_at + lifecycle.CREATION_WINDOW_SECONDS
         while time.time() < window_ends:
             if time.monotonic() + CREATION_POLL_SECONDS > self.deadline:
                 raise Throttled(
-                    f"{slot.job}: the invocation that named it may still create it (until "
+                    f"{name}: the invocation that named it may still create it (until "
                     f"{lifecycle.CREATION_WINDOW_SECONDS} s after it started); retry later"
                 )
             time.sleep(CREATION_POLL_SECONDS)
-            job = _describe(self.sagemaker, slot.job)
+            job = _describe(self.sagemaker, name)
             if job is not None:
                 return job
         return None
