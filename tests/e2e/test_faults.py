@@ -27,6 +27,23 @@ from hetero_constructs.local import ExecutionResult, LocalCloud
 from tests.synthesized import Synthesized
 
 
+def on_calls(event: str, handler: Callable[..., Any], **options: Any) -> None:
+    """Register ``handler`` for a botocore ``event`` of every client of the default session (the
+    Lambdas' clients too)."""
+    session = boto3.DEFAULT_SESSION
+    assert session is not None
+    session.events.register(event, handler, **options)
+
+
+def answer(status: int, parsed: dict[str, Any]) -> Any:
+    """What a ``before-call`` handler returns so that the call gets ``parsed`` with HTTP
+    ``status`` instead of sending its request."""
+    from botocore.awsrequest import AWSResponse
+
+    metadata = {"ResponseMetadata": {"HTTPStatusCode": status}}
+    return AWSResponse("https://local.invalid/", status, {}, None), {**parsed, **metadata}
+
+
 @dataclass
 class Call:
     """One API call a handler made (any client of the default session), and its answer."""
@@ -101,14 +118,10 @@ class Harness:
             if seen[0] == count:
                 then()
 
-        session = boto3.DEFAULT_SESSION
-        assert session is not None
-        session.events.register(f"after-call.{service}.{operation}", hook)
+        on_calls(f"after-call.{service}.{operation}", hook)
 
 
 def _record(harness: Harness) -> None:
-    session = boto3.DEFAULT_SESSION
-    assert session is not None
     lock = threading.Lock()
 
     def before(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
@@ -124,8 +137,8 @@ def _record(harness: Harness) -> None:
         with lock:
             harness.calls.append(call)
 
-    session.events.register("before-parameter-build", before, unique_id="faults-test-params")
-    session.events.register("after-call", after, unique_id="faults-test-record")
+    on_calls("before-parameter-build", before, unique_id="faults-test-params")
+    on_calls("after-call", after, unique_id="faults-test-record")
 
 
 @pytest.fixture
@@ -280,16 +293,12 @@ def unreachable_job_item(harness: Harness, execution_arn: str) -> None:
     def deny(params: dict[str, Any], **_: Any) -> Any:
         if params.get("body", {}).get("RoleArn") != removed:
             return None
-        from botocore.awsrequest import AWSResponse
+        return answer(
+            403,
+            {"Error": {"Code": "AccessDenied", "Message": "not authorized to assume the role"}},
+        )
 
-        return AWSResponse("https://local.invalid/", 403, {}, None), {
-            "Error": {"Code": "AccessDenied", "Message": "not authorized to assume the role"},
-            "ResponseMetadata": {"HTTPStatusCode": 403},
-        }
-
-    session = boto3.DEFAULT_SESSION
-    assert session is not None
-    session.events.register("before-call.sts.AssumeRole", deny)
+    on_calls("before-call.sts.AssumeRole", deny)
 
 
 def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
@@ -534,9 +543,7 @@ def squat(
             answer = cloud.lambdas.invoke(harness.events_function, json.dumps(event))
             assert json.loads(answer) == f"not ours: {name}"
 
-    session = boto3.DEFAULT_SESSION
-    assert session is not None
-    session.events.register("before-parameter-build.sagemaker.CreateTrainingJob", before_create)
+    on_calls("before-parameter-build.sagemaker.CreateTrainingJob", before_create)
     return squatted
 
 
@@ -724,7 +731,6 @@ def answer_create_with_an_error_after_creating(harness: Harness, failure: str) -
     """The next CreateTrainingJob creates its job, then its caller gets ``failure`` instead of
     the answer: ``"500"`` (InternalFailure, after the SDK's retries) or ``"timeout"`` (the read
     timed out). Either way the job exists."""
-    from botocore.awsrequest import AWSResponse
     from botocore.exceptions import ReadTimeoutError
 
     cloud = harness.cloud
@@ -739,14 +745,11 @@ def answer_create_with_an_error_after_creating(harness: Harness, failure: str) -
         done.append(request["TrainingJobName"])
         if failure == "timeout":
             raise ReadTimeoutError(endpoint_url="https://api.sagemaker.local.invalid/")
-        return AWSResponse("https://local.invalid/", 500, {}, None), {
-            "Error": {"Code": "InternalFailure", "Message": "internal error (local fault)"},
-            "ResponseMetadata": {"HTTPStatusCode": 500},
-        }
+        return answer(
+            500, {"Error": {"Code": "InternalFailure", "Message": "internal error (local fault)"}}
+        )
 
-    session = boto3.DEFAULT_SESSION
-    assert session is not None
-    session.events.register("before-call.sagemaker.CreateTrainingJob", before_call)
+    on_calls("before-call.sagemaker.CreateTrainingJob", before_call)
 
 
 @pytest.mark.parametrize(
@@ -850,7 +853,6 @@ def land_the_next_create_late(harness: Harness, *, land: bool = True) -> list[st
     first DescribeTrainingJob of that name that follows (the invocation that sent it ran on
     while its caller had already given up); never, unless ``land`` (it died before sending).
     Returns the names of jobs landed so."""
-    from botocore.awsrequest import AWSResponse
 
     cloud = harness.cloud
     service = boto3.session.Session().client("sagemaker", region_name=cloud.region)
@@ -863,10 +865,7 @@ def land_the_next_create_late(harness: Harness, *, land: bool = True) -> list[st
         request = json.loads(params["body"])
         in_flight.append(request)
         arn = f"arn:aws:sagemaker:{cloud.region}:{cloud.account}:training-job/x"
-        return AWSResponse("https://local.invalid/", 200, {}, None), {
-            "TrainingJobArn": arn,
-            "ResponseMetadata": {"HTTPStatusCode": 200},
-        }
+        return answer(200, {"TrainingJobArn": arn})
 
     def before_describe(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context["described-name"] = params.get("TrainingJobName")
@@ -877,11 +876,9 @@ def land_the_next_create_late(harness: Harness, *, land: bool = True) -> list[st
             service.create_training_job(**request)
             landed.append(request["TrainingJobName"])
 
-    session = boto3.DEFAULT_SESSION
-    assert session is not None
-    session.events.register("before-call.sagemaker.CreateTrainingJob", before_create)
-    session.events.register("before-parameter-build.sagemaker.DescribeTrainingJob", before_describe)
-    session.events.register("after-call.sagemaker.DescribeTrainingJob", after_describe)
+    on_calls("before-call.sagemaker.CreateTrainingJob", before_create)
+    on_calls("before-parameter-build.sagemaker.DescribeTrainingJob", before_describe)
+    on_calls("after-call.sagemaker.DescribeTrainingJob", after_describe)
     return landed
 
 
