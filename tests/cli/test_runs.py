@@ -37,6 +37,11 @@ def start(stack: FakeStack, name: str, *extra: str) -> str:
     return str(json.loads(text)["executionArn"])
 
 
+def ctrl_c(*_: Any, **__: Any) -> Any:
+    """Stands in for a sleep or a call that the user interrupts."""
+    raise KeyboardInterrupt
+
+
 def follow(stack: FakeStack, scenario: Scenario, **kwargs: Any) -> tuple[int, str]:
     text = io.StringIO()
     result = follow_run(
@@ -234,12 +239,9 @@ def test_ctrl_c_stops_following_or_stops_the_run(stack: FakeStack) -> None:
     scenario = Scenario(stack, arn, outcome=None)
     scenario.step()  # the job exists
 
-    def interrupt(_: float) -> None:
-        raise KeyboardInterrupt
-
     text = io.StringIO()
     result = follow_run(
-        clients(stack), arn, make_console(text, terminal=False), sleep=interrupt,
+        clients(stack), arn, make_console(text, terminal=False), sleep=ctrl_c,
         ask=lambda: "f",
     )  # fmt: skip
     assert result.exit_code == EXIT_INTERRUPTED and result.stopped_following
@@ -267,11 +269,8 @@ def test_ctrl_c_stops_following_or_stops_the_run(stack: FakeStack) -> None:
 def test_ctrl_c_without_a_terminal_stops_following(stack: FakeStack) -> None:
     arn = start(stack, "int-2")
 
-    def interrupt(_: float) -> None:
-        raise KeyboardInterrupt
-
     result = follow_run(
-        clients(stack), arn, make_console(io.StringIO(), terminal=False), sleep=interrupt
+        clients(stack), arn, make_console(io.StringIO(), terminal=False), sleep=ctrl_c
     )
     assert result.exit_code == EXIT_INTERRUPTED
     assert stack.stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
@@ -298,11 +297,8 @@ def test_ctrl_c_with_json_lines_asks_on_standard_error(
 
     monkeypatch.setattr("rich.prompt.Prompt.ask", answer)
 
-    def interrupt(_: float) -> None:
-        raise KeyboardInterrupt
-
     result = follow_run(
-        clients(stack), arn, make_console(stdout, terminal=True), sleep=interrupt, json_out=stdout
+        clients(stack), arn, make_console(stdout, terminal=True), sleep=ctrl_c, json_out=stdout
     )
     assert result.exit_code == EXIT_INTERRUPTED
     assert asked_on == [stderr]
@@ -485,15 +481,12 @@ def test_ctrl_c_outside_the_follow_loop_exits_130_and_names_the_started_run(
     stack: FakeStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Between StartExecution and following: the run goes on, and its ARN is its only handle.
-    def interrupted(*_: Any, **__: Any) -> Any:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr("hetero_constructs.cli.app.follow_run", interrupted)
+    monkeypatch.setattr("hetero_constructs.cli.app.follow_run", ctrl_c)
     code, _ = cli("run", STACK, "Training", "--name", "ctrl-c-1", "--follow")
     assert code == EXIT_INTERRUPTED
     assert f"the run may go on: {stack.execution_arn('ctrl-c-1')}" in capsys.readouterr().err
     # Anywhere else (here: status reading the execution), as an interrupted process exits.
-    monkeypatch.setattr("hetero_constructs.cli.app.resolve_execution", interrupted)
+    monkeypatch.setattr("hetero_constructs.cli.app.resolve_execution", ctrl_c)
     code, _ = cli("status", "ctrl-c-1")
     assert code == EXIT_INTERRUPTED
     assert "Aborted." in capsys.readouterr().err
