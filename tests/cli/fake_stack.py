@@ -280,9 +280,13 @@ class FakeStack:
         self.advance(name, status, failure_reason or f"Training job {status.lower()}", now)
         job.training_job_status = status
         job.training_end_time = now
-        job.billable_time_in_seconds = billable
+        # Attributes moto's job does not have yet: added in one step, by a new __dict__, since
+        # the command under test may be describing the job in another thread, and moto's
+        # describe iterates the job's __dict__ ("dictionary changed size during iteration").
+        added: dict[str, Any] = {"billable_time_in_seconds": billable}
         if failure_reason:
-            job.failure_reason = failure_reason
+            added["failure_reason"] = failure_reason
+        job.__dict__ = {**job.__dict__, **added}
         token = self.submitted(execution_arn)["taskToken"]
         details = {
             "TrainingJobName": name,
