@@ -52,7 +52,7 @@ synth: setup-synth
 	npx cdk synth --quiet
 	@echo "Templates written to cdk.out/ (see README: 'What make synth produces')."
 	@echo "Running one execution of the example state machine locally (moto, no AWS account):"
-	$(PY) -m hetero_constructs.local cdk.out/HeteroTrainingExample.template.json
+	$(VENV)/bin/hetero-train run --local cdk.out/HeteroTrainingExample.template.json
 
 test: setup lint
 	$(PY) -m pytest -q -n 2

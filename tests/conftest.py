@@ -20,3 +20,11 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.synthesized import synthesize
 
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def stacks(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The hand-built stacks of ``tests/local/stacks.py``, synthesized once per test session."""
+    from tests.local.stacks import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("local-cdk.out"))

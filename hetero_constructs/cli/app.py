@@ -22,12 +22,16 @@ from hetero_constructs.cli.follow import (
     EXIT_INTERRUPTED,
     EXIT_SUCCEEDED,
     FollowDisplay,
-    LocalFollow,
     RunWatch,
     follow_run,
     stop_run,
 )
-from hetero_constructs.cli.inputs import check_input, find_submit_tasks, read_input
+from hetero_constructs.cli.inputs import (
+    check_input,
+    checked_tasks,
+    find_submit_tasks,
+    read_input,
+)
 from hetero_constructs.cli.logs import host_number
 from hetero_constructs.cli.output import (
     CliError,
@@ -38,6 +42,7 @@ from hetero_constructs.cli.output import (
 )
 from hetero_constructs.cli.plan import plan_spec_file
 from hetero_constructs.cli.runs import (
+    ENDED_EXECUTION_STATUSES,
     JobFinder,
     describe_execution,
     merge_jobs,
@@ -260,6 +265,27 @@ def _new_execution_name(now: datetime) -> str:
     help="with --local: how each training job ends, in order (Completed, Failed[:REASON], "
     "Stopped[:STATUS], ResourceLimitExceeded)",
 )
+@click.option(
+    "--expect",
+    default="SUCCEEDED",
+    type=click.Choice(sorted(ENDED_EXECUTION_STATUSES), case_sensitive=False),
+    callback=lambda _context, _param, value: value.upper(),
+    help="with --local: the execution status that exits 0 (default SUCCEEDED)",
+)
+@click.option(
+    "--reconcile-every",
+    type=click.FloatRange(min=0.0, min_open=True),
+    metavar="SECONDS",
+    help="with --local: fire the template's scheduled rules every SECONDS (they also fire "
+    "when the execution is stuck)",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=120.0,
+    show_default=True,
+    help="with --local: seconds the local run may take",
+)
 @json_option
 @poll_option
 @aws_options
@@ -272,6 +298,9 @@ def run(
     local: bool,
     state_machine: str | None,
     outcomes: tuple[str, ...],
+    expect: str,
+    reconcile_every: float | None,
+    timeout: float,
     json_flag: bool,
     poll_interval: float,
     profile: str | None,
@@ -280,11 +309,25 @@ def run(
 ) -> int:
     """Start a training run of TARGET, validated locally first; with --follow, show it to
     its end (exit 0 only when it succeeds). With --local, TARGET is a synthesized template
-    and the run happens in the local runner, shown the same way."""
+    and the run happens in the local runner, shown the same way, then each job's exact
+    CreateTrainingJob request."""
     out = _output(json_flag)
     if local:
-        return _run_local(
-            out, target, input_text, name, follow, state_machine, outcomes, json_flag, region
+        from hetero_constructs.cli.local_run import run_local  # needs the local extra (moto)
+
+        (template,) = target
+        return run_local(
+            out,
+            template,
+            input_text=input_text,
+            name=name or _new_execution_name(datetime.now(UTC)),
+            follow=follow,
+            state_machine=state_machine,
+            outcomes=outcomes,
+            expect=expect,
+            reconcile_every=reconcile_every,
+            timeout=timeout,
+            region=region,
         )
     aws = _aws(profile, region, endpoint_url)
     execution_input = read_input(input_text)
@@ -302,7 +345,7 @@ def run(
     )
     described = stepfunctions.describe_state_machine(stateMachineArn=machine.arn)
     tasks = find_submit_tasks(json.loads(described["definition"]))
-    checks = [check_input(task, execution_input, name) for task in tasks]
+    checks = [check_input(task, execution_input, name) for task in checked_tasks(out, tasks)]
     bad = [check for check in checks if check.violations]
     if bad:
         violations = [v for check in bad for v in check.violations]
@@ -333,7 +376,7 @@ def run(
                     "name": name,
                     "stateMachineArn": machine.arn,
                     "startDate": started.get("startDate"),
-                    "validated": bool(tasks),
+                    "validated": bool(checks),
                     "trainingJobNamePatterns": planned_jobs,
                 }
             )
@@ -366,57 +409,6 @@ def run(
         )
         return EXIT_INTERRUPTED
     return result.exit_code
-
-
-def _run_local(
-    out: Any,
-    target: tuple[str, ...],
-    input_text: str | None,
-    name: str | None,
-    follow: bool | None,
-    state_machine: str | None,
-    outcomes: tuple[str, ...],
-    json_flag: bool,
-    region: str | None,
-) -> int:
-    """``run --local TEMPLATE``: the same validation and display against the local runner."""
-    from hetero_constructs.local.cli import template_problem
-    from hetero_constructs.local.cloud import LocalCloud
-    from hetero_constructs.local.training import Outcome
-
-    (template,) = target
-    problem = template_problem(template)
-    if problem is not None:
-        raise CliError(problem)
-    execution_input = read_input(input_text)
-    name = name or _new_execution_name(datetime.now(UTC))
-    parsed = [Outcome.parse(text) for text in outcomes]
-    with LocalCloud(region) as cloud:
-        cloud.deploy(template)
-        try:
-            arn = cloud.state_machine(state_machine)
-        except LookupError as error:
-            raise CliError(str(error)) from error
-        tasks = find_submit_tasks(cloud.definitions[arn])
-        bad = [v for task in tasks for v in check_input(task, execution_input, name).violations]
-        if bad:
-            if json_flag:
-                out.emit_json({"started": False, "violations": [v.to_dict() for v in bad]})
-            else:
-                print_violations(bad, "the execution input (nothing was started)", out.stdout)
-            return EXIT_FAILED
-        show = follow if follow is not None else not json_flag
-        display = LocalFollow(out.console)
-        result = cloud.run(
-            arn, execution_input, name=name, outcomes=parsed, follow=display if show else None
-        )
-    if json_flag:
-        out.emit_json(result.to_json())
-    elif not display.results:
-        out.console.print(
-            Text(f"{result.status}: {result.error or ''} {result.cause or ''}".strip())
-        )
-    return EXIT_SUCCEEDED if result.status == "SUCCEEDED" else EXIT_FAILED
 
 
 # -- status, logs, stop, list -----------------------------------------------------------------

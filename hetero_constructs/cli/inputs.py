@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.cli.output import CliError
+from hetero_constructs.cli.output import CliError, Output
 from hetero_constructs.core.context import Deployment
 from hetero_constructs.core.naming import preview_job_name
 from hetero_constructs.core.overrides import apply_overrides
@@ -84,10 +84,17 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class SubmitTask:
-    """A state of the definition that submits a training job, and its payload."""
+    """A state of the definition that submits a training job, and its payload.
+
+    ``takes_execution_input``: the task's overrides are the execution input itself (the first
+    state of the definition passes its whole input), so the input can be checked before the
+    run starts. Otherwise they come from what earlier states produce (e.g. ``$.prepared``):
+    the submit Lambda checks them when the task runs.
+    """
 
     state_name: str
     payload: Mapping[str, Any]
+    takes_execution_input: bool = True
 
 
 def _states(states: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
@@ -109,13 +116,31 @@ def find_submit_tasks(definition: Mapping[str, Any]) -> list[SubmitTask]:
     """States whose payload has ``spec`` and ``jobNamePrefix`` (JSONPath ``Parameters`` or
     JSONata ``Arguments``)."""
     found = []
-    for name, state in _states(definition.get("States", {})):
+    states = definition.get("States", {})
+    first = states.get(definition.get("StartAt")) if isinstance(states, Mapping) else None
+    for name, state in _states(states if isinstance(states, Mapping) else {}):
         for key in ("Parameters", "Arguments"):
             block = state.get(key)
             payload = block.get("Payload") if isinstance(block, Mapping) else None
             if isinstance(payload, Mapping) and "spec" in payload and "jobNamePrefix" in payload:
-                found.append(SubmitTask(name, payload))
+                whole_input = (
+                    payload.get("input.$") == "$" or payload.get("input") == "{% $states.input %}"
+                )
+                takes = state is first and state.get("InputPath", "$") == "$" and whole_input
+                found.append(SubmitTask(name, payload, takes))
     return found
+
+
+def checked_tasks(out: Output, tasks: list[SubmitTask]) -> list[SubmitTask]:
+    """The tasks whose overrides are the execution input; a note for each of the others."""
+    for task in tasks:
+        if not task.takes_execution_input:
+            out.note(
+                f"The training task {task.state_name!r} takes its overrides from what earlier "
+                "states produce, not from the execution input: the submit Lambda checks them "
+                "when the task runs."
+            )
+    return [task for task in tasks if task.takes_execution_input]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Run synthesized stacks locally, with no AWS account (moto in-process, its gaps filled).
 
 ``LocalCloud`` deploys any synthesized template into moto and runs executions of its state
-machines with the stack's Python Lambdas in-process; ``python -m hetero_constructs.local
-TEMPLATE`` is its command line (``cli``). Modules: ``cloud`` (the local cloud and its run loop),
+machines with the stack's Python Lambdas in-process; ``run_template`` does one execution in one
+call. A library: its command line is ``hetero-train run --local TEMPLATE``. Modules: ``cloud``
+(the local cloud and its run loop), ``run`` (one execution of a template),
 ``deploy`` (physical ids, intrinsics, creating resources), ``lambdas`` (in-process functions),
 ``events`` (EventBridge rules and delivery), ``training`` (the training-job lifecycle),
 ``moto_gaps`` (Step Functions where moto is thinner than AWS), ``faults`` (fault injection).
@@ -10,10 +11,10 @@ TEMPLATE`` is its command line (``cli``). Modules: ``cloud`` (the local cloud an
 
 from __future__ import annotations
 
-from hetero_constructs.local.cli import main, run_template
 from hetero_constructs.local.cloud import Clients, ExecutionResult, Follow, LocalCloud
 from hetero_constructs.local.events import matches
 from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.run import run_template, template_problem
 from hetero_constructs.local.training import Outcome, TrainingJobAttempt
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
     "LocalCloud",
     "Outcome",
     "TrainingJobAttempt",
-    "main",
     "matches",
     "run_template",
+    "template_problem",
 ]

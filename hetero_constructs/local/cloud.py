@@ -12,7 +12,7 @@ assets (``lambdas``), delivers the events AWS services send to the template's Ev
 
 It knows nothing of any handler's internals: a job ends when its run's code is idle (no Lambda
 running, no event in flight), as a real job outlives the calls that started it; everything else
-follows from the template. ``python -m hetero_constructs.local`` is its command line (``cli``).
+follows from the template. Its command line is ``hetero-train run --local``.
 """
 
 from __future__ import annotations

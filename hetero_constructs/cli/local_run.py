@@ -1,0 +1,119 @@
+"""``hetero-train run --local TEMPLATE``: a run in the local runner, checked and shown as on AWS.
+
+The execution input is validated against the deployed definition before anything starts, the
+run is shown with ``run --follow``'s display, then each job's exact CreateTrainingJob request
+and the execution's end are printed (``--json``: one object with the same facts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from collections.abc import Sequence
+
+import click
+from rich.text import Text
+
+from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollow
+from hetero_constructs.cli.inputs import (
+    check_input,
+    checked_tasks,
+    find_submit_tasks,
+    read_input,
+)
+from hetero_constructs.cli.output import CliError, Output, print_violations
+from hetero_constructs.local.cloud import ExecutionResult, LocalCloud
+from hetero_constructs.local.run import template_problem
+from hetero_constructs.local.training import Outcome
+
+
+def run_local(
+    out: Output,
+    template: str,
+    *,
+    input_text: str | None,
+    name: str,
+    follow: bool | None,
+    state_machine: str | None,
+    outcomes: Sequence[str],
+    expect: str,
+    reconcile_every: float | None,
+    timeout: float,
+    region: str | None,
+) -> int:
+    """Run ``template`` locally; exit 0 only when the execution ends with status ``expect``."""
+    problem = template_problem(template)
+    if problem is not None:
+        raise CliError(problem)
+    execution_input = read_input(input_text)
+    try:
+        parsed = [Outcome.parse(text) for text in outcomes]
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--outcome'") from None
+    with LocalCloud(region) as cloud:
+        cloud.deploy(template)
+        for note in cloud.notes:
+            out.note(note)
+        try:
+            arn = cloud.state_machine(state_machine)
+        except LookupError as error:
+            raise CliError(str(error)) from error
+        tasks = checked_tasks(out, find_submit_tasks(cloud.definitions[arn]))
+        bad = [v for task in tasks for v in check_input(task, execution_input, name).violations]
+        if bad:
+            if out.json:
+                out.emit_json({"started": False, "violations": [v.to_dict() for v in bad]})
+            else:
+                print_violations(bad, "the execution input (nothing was started)", out.stdout)
+            return EXIT_FAILED
+        show = follow if follow is not None else not out.json
+        display = LocalFollow(out.console)
+        # The in-process handlers' prints must not corrupt the JSON on standard output.
+        quiet = contextlib.redirect_stdout(sys.stderr) if out.json else contextlib.nullcontext()
+        with quiet:
+            result = cloud.run(
+                arn,
+                execution_input,
+                name=name,
+                outcomes=parsed,
+                reconcile_every=reconcile_every,
+                timeout=timeout,
+                follow=display if show else None,
+            )
+    if out.json:
+        out.emit_json(result.to_json())
+    else:
+        if not display.results:
+            out.console.print(
+                Text(f"{result.status}: {result.error or ''} {result.cause or ''}".strip())
+            )
+        out.stdout.write("\n" + report(result) + "\n")
+    return EXIT_SUCCEEDED if result.status == expect else EXIT_FAILED
+
+
+def report(result: ExecutionResult) -> str:
+    """The human-readable account of a run: every job's exact request and end, then the run's."""
+    lines: list[str] = []
+    for number, job in enumerate(result.jobs, 1):
+        lines.append(f"training job {number}: {job.name}")
+        lines.append(f"  instance types: {', '.join(job.instance_types) or '-'}")
+        ending = job.status
+        if job.failure_reason:
+            ending += f" ({job.failure_reason})"
+        elif job.secondary_status and job.secondary_status != job.status:
+            ending += f" ({job.secondary_status})"
+        lines.append(f"  outcome: {ending}")
+        lines.append("  submitted CreateTrainingJob request:")
+        lines.extend("  " + line for line in json.dumps(job.request, indent=2).splitlines())
+    lines.append(f"execution status: {result.status}")
+    if result.error or result.cause:
+        lines.append(f"error: {result.error}")
+        lines.append(f"cause: {result.cause}")
+    else:
+        lines.append(f"output: {json.dumps(result.output)}")
+    lines.append(f"history events: {len(result.history)}")
+    return "\n".join(lines)
+
+
+__all__ = ["report", "run_local"]
