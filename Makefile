@@ -83,8 +83,8 @@ bench: setup
 	$(PY) benchmarks/bench_lambda.py
 
 docs: setup
-	$(PY) -m hetero_constructs.core.rules.docs > docs/rules.md
-	$(PY) -m hetero_constructs.cdk.quotas > docs/deployability.md
+	$(PY) -m hetero_constructs.checks.docs > docs/rules.md
+	$(PY) -m hetero_constructs.deployability.quota > docs/deployability.md
 
 # Re-pin after changing pyproject.toml's requirements: resolve them in .venv without the old
 # pins (pip keeps what still fits), then freeze.

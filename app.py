@@ -40,8 +40,8 @@ from hetero_constructs import (
     TrainingSpec,
     bucket_uri,
 )
-from hetero_constructs.cdk.hygiene import depend_on_policy_only
-from hetero_constructs.cdk.runner import RUNTIME
+from hetero_constructs.constructs.hygiene import depend_on_policy_only
+from hetero_constructs.constructs.runner import RUNTIME
 
 EXAMPLE_CODE = Path(__file__).parent / "examples" / "hetero_training"
 PIPELINE_CODE = Path(__file__).parent / "examples" / "pipeline"

@@ -1,9 +1,9 @@
 """Capacity: how many training jobs fit in one stack within AWS's quotas, and which quota binds.
 
 For two kinds of job, N copies in one stack are synthesized and the template is measured with
-the deployability quotas (``hetero_constructs.cdk.quotas``, the pure measurements; the synth
-runs with the checks turned off so that stacks beyond a quota still synthesize). The largest N
-with no quota exceeded is found by doubling N, then bisecting:
+the deployability quotas (``hetero_constructs.deployability.quota``, the pure measurements;
+the synth runs with the checks turned off so that stacks beyond a quota still synthesize). The
+largest N with no quota exceeded is found by doubling N, then bisecting:
 
 - ``benchmark``: the job of ``bench_synth.py`` (2 x ml.c5.18xlarge + 2 x ml.p4d.24xlarge,
   torch_distributed);
@@ -49,9 +49,13 @@ from hetero_constructs import (  # noqa: E402
     TrainingChannel,
     TrainingSpec,
 )
-from hetero_constructs.cdk.deployability import DISABLE_CONTEXT_KEY  # noqa: E402
-from hetero_constructs.cdk.quotas import Measurement, StackTemplate, measure_template  # noqa: E402
-from hetero_constructs.cdk.worst_case import KnownValues  # noqa: E402
+from hetero_constructs.deployability.plugin import DISABLE_CONTEXT_KEY  # noqa: E402
+from hetero_constructs.deployability.quota import (  # noqa: E402
+    Measurement,
+    StackTemplate,
+    measure_template,
+)
+from hetero_constructs.deployability.worst_case import KnownValues  # noqa: E402
 
 # The job of the synth benchmark, its code and environment (a sibling script, not a package).
 _SYNTH_BENCHMARK = importlib.import_module("bench_synth")

@@ -20,8 +20,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hetero_constructs.core import load_spec_file, plan
-from hetero_constructs.core.spec import TrainingSpec
+from hetero_constructs.planning import plan
+from hetero_constructs.spec.file.reader import load_spec_file
+from hetero_constructs.spec.training import TrainingSpec
 
 EXAMPLE = (
     Path(__file__).resolve().parents[1] / "examples" / "specs" / "hetero_torch_distributed.json"

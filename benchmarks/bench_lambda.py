@@ -1,6 +1,6 @@
 """The Lambda package as Lambda gets it: zipped size, cold imports, the first plan.
 
-Measured in this run, on the staged package (``hetero_constructs.cdk.lambda_bundle``):
+Measured in this run, on the staged package (``hetero_constructs.constructs.lambda_bundle``):
 - the package zipped deterministically (deflate level 9, as the CDK zips directory assets);
 - cold imports with ``python -B`` (no bytecode written or read, as in Lambda, whose code folder
   is read-only and carries no ``.pyc``), each in a fresh interpreter whose path is the staged
@@ -49,8 +49,8 @@ FIRST_PLAN = textwrap.dedent(
     start = time.perf_counter()
     import submit
     imported = time.perf_counter()
-    from hetero_constructs.core.plan import plan
-    from hetero_constructs.core.spec_file import read_spec
+    from hetero_constructs.planning import plan
+    from hetero_constructs.spec.file.reader import read_spec
     result = plan(read_spec(json.loads(sys.argv[1])).spec_or_raise())
     assert result.request is not None, result.violations
     print(json.dumps([imported - start, time.perf_counter() - imported]))
@@ -88,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=15, help="fresh interpreters per figure")
     args = parser.parse_args()
-    from hetero_constructs.cdk.lambda_bundle import lambda_package, zip_bytes
+    from hetero_constructs.constructs.lambda_bundle import lambda_package, zip_bytes
 
     staged = lambda_package()
     package = Path(tempfile.mkdtemp(prefix="bench-lambda-")) / "package"

@@ -50,7 +50,7 @@ from hetero_constructs import (  # noqa: E402
     TrainingChannel,
     TrainingSpec,
 )
-from hetero_constructs.cdk.packaging import source_bundle  # noqa: E402
+from hetero_constructs.constructs.packaging import source_bundle  # noqa: E402
 
 CODE = ROOT / "examples" / "hetero_training"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"

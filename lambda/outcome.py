@@ -14,7 +14,7 @@ from typing import Any
 import token_store
 from botocore.exceptions import ClientError
 
-from hetero_constructs.core import lifecycle
+from hetero_constructs.run import lifecycle
 
 TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
 MAX_CAUSE = 32768

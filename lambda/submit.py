@@ -23,11 +23,11 @@ import outcome
 import token_store
 from botocore.exceptions import ClientError
 
-from hetero_constructs.core import lifecycle
-from hetero_constructs.core.naming import RunSlot, attempt_job_name
+from hetero_constructs.run import lifecycle
+from hetero_constructs.run.naming import RunSlot, attempt_job_name
 
 if TYPE_CHECKING:
-    from hetero_constructs.core.violations import Violation
+    from hetero_constructs.spec.violations import Violation
 
 TRANSIENT = frozenset(
     {
@@ -99,11 +99,11 @@ def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict
     The rules load here, on the first submission, not when the handler is imported: the
     lifecycle paths of a cold start never need them.
     """
-    from hetero_constructs.core import variants
-    from hetero_constructs.core.context import Deployment
-    from hetero_constructs.core.overrides import apply_overrides
-    from hetero_constructs.core.plan import plan
-    from hetero_constructs.core.spec_file import read_spec
+    from hetero_constructs.planning import plan
+    from hetero_constructs.request.context import Deployment
+    from hetero_constructs.run.overrides import apply_overrides
+    from hetero_constructs.spec import variants
+    from hetero_constructs.spec.file.reader import read_spec
 
     overridden = apply_overrides(
         event["spec"], event.get("input"), channel_prefixes=event.get("channelPrefixes")
@@ -125,7 +125,7 @@ def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict
 
 
 def _bounded(violations: list[Violation]) -> tuple[Violation, ...]:
-    from hetero_constructs.core.violations import bounded
+    from hetero_constructs.spec.violations import bounded
 
     return bounded(violations)
 

@@ -21,8 +21,8 @@ import botocore.session
 import pytest
 from botocore.exceptions import ParamValidationError
 
-from hetero_constructs.cdk import lambda_bundle
-from hetero_constructs.cdk.lambda_bundle import (
+from hetero_constructs.constructs import lambda_bundle
+from hetero_constructs.constructs.lambda_bundle import (
     DATA_PATH,
     LAMBDA_OPERATIONS,
     MODULE_ARCHIVE,
@@ -31,8 +31,8 @@ from hetero_constructs.cdk.lambda_bundle import (
     trimmed_service_model,
     zip_bytes,
 )
-from hetero_constructs.core import service_model
-from hetero_constructs.core.service_model import UNCHECKED_PATTERNS, translate_pattern
+from hetero_constructs.service import model as service_model
+from hetero_constructs.service.model import UNCHECKED_PATTERNS, translate_pattern
 from tests.core.specs import spec_dict
 from tests.core.test_rules import CASES, _materialize
 
@@ -46,9 +46,9 @@ KEYS = ("member", "key", "value")
 JUDGE = textwrap.dedent(
     """
     import json, sys
-    from hetero_constructs.core import service_model
-    from hetero_constructs.core.plan import plan
-    from hetero_constructs.core.spec_file import read_spec
+    from hetero_constructs.service import model as service_model
+    from hetero_constructs.planning import plan
+    from hetero_constructs.spec.file.reader import read_spec
     results = []
     for data in json.load(sys.stdin):
         reading = read_spec(data)
@@ -117,9 +117,11 @@ def test_package_holds_the_handlers_the_core_and_the_trimmed_model(package: Path
     assert f"{DATA_PATH}/sagemaker/{version}/service-2.json" in names
     # The core travels in one solid archive that the package's __init__ serves modules from.
     archived = set(json.loads(lzma.decompress((package / MODULE_ARCHIVE).read_bytes())))
-    assert {"__init__.py", "core/plan.py", "core/rules/api.py"} <= archived
-    assert "core/rules/docs.py" not in archived  # the catalogue generator
-    assert not any(n.startswith(("cdk/", "runtime/")) for n in archived)
+    assert {"__init__.py", "planning.py", "checks/rules/api/__init__.py"} <= archived
+    assert "checks/docs.py" not in archived  # the catalogue generator
+    assert "spec/file/safe_yaml.py" not in archived  # spec files only; no PyYAML in the Lambda
+    layers = ("spec/", "service/", "request/", "run/", "checks/")
+    assert all(n.startswith(layers) or n in ("__init__.py", "planning.py") for n in archived)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
 
@@ -129,7 +131,7 @@ def test_zipped_package_fits_in_64_kb(package: Path) -> None:
 
 
 def test_runner_ships_this_package_and_points_aws_data_path_at_its_model() -> None:
-    from hetero_constructs.cdk import runner
+    from hetero_constructs.constructs import runner
 
     assert runner.lambda_package is lambda_package
     assert runner._DATA_PATH == DATA_PATH
@@ -204,9 +206,9 @@ def test_handlers_import_and_plan_the_example_from_the_staged_directory_alone(
         import json, sys
         sys.modules["yaml"] = None  # the Lambda runtime has no PyYAML
         import events, submit
-        from hetero_constructs.core.plan import plan
-        from hetero_constructs.core.spec_file import read_spec_file
-        from hetero_constructs.core import service_model
+        from hetero_constructs.planning import plan
+        from hetero_constructs.spec.file.reader import read_spec_file
+        from hetero_constructs.service import model as service_model
         result = plan(read_spec_file({str(EXAMPLE)!r}).spec_or_raise())
         loaded = [m.__file__ for n, m in sys.modules.items() if n.startswith("hetero_constructs")]
         print(json.dumps({{
@@ -285,8 +287,8 @@ def test_a_client_on_the_trimmed_model_validates_and_builds_every_call(package: 
 
 
 def _example_request() -> dict[str, Any]:
-    from hetero_constructs.core.plan import plan
-    from hetero_constructs.core.spec_file import read_spec_file
+    from hetero_constructs.planning import plan
+    from hetero_constructs.spec.file.reader import read_spec_file
 
     request = plan(read_spec_file(EXAMPLE).spec_or_raise()).request
     assert request is not None

@@ -11,8 +11,8 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
-from hetero_constructs.core.context import FEATURES, RuleContext
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.request.context import FEATURES, RuleContext
+from hetero_constructs.spec.violations import Violation
 
 
 class Finding(NamedTuple):
@@ -66,6 +66,10 @@ REGISTRY: list[Rule] = []
 SEVERITIES = ("error", "warning")
 
 
+# Each rule's topic is the module (or package) directly below this one that declares it.
+RULES_PACKAGE = "hetero_constructs.checks.rules"
+
+
 def rule(
     rule_id: str,
     *,
@@ -96,7 +100,7 @@ def rule(
     def register(check: CheckFunction) -> Rule:
         doc = inspect.cleandoc(check.__doc__ or "")
         title, _, details = doc.partition("\n")
-        topic = check.__module__.rsplit(".", 1)[-1]
+        topic = check.__module__.removeprefix(f"{RULES_PACKAGE}.").split(".")[0]
         if any(existing.id == rule_id for existing in REGISTRY):
             raise RuntimeError(f"duplicate rule id {rule_id}")
         registered = Rule(

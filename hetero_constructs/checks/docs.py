@@ -1,6 +1,6 @@
 """Generates the rule catalogue (``docs/rules.md``) from the rules themselves.
 
-Run ``python -m hetero_constructs.core.rules.docs > docs/rules.md``; a test keeps the file
+Run ``python -m hetero_constructs.checks.docs > docs/rules.md``; a test keeps the file
 in step with the code.
 """
 
@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import sys
 
-from hetero_constructs.core.construct_rules import CONSTRUCT_RULES
-from hetero_constructs.core.overrides import OVERRIDE_RULES
-from hetero_constructs.core.rules import RULES, TOPICS
-from hetero_constructs.core.spec_file import SPEC_FILE_RULES
+from hetero_constructs.checks.construct_rules import CONSTRUCT_RULES
+from hetero_constructs.checks.registry import RULES, TOPICS
+from hetero_constructs.run.overrides import OVERRIDE_RULES
+from hetero_constructs.spec.file.reader import SPEC_FILE_RULES
 
 _HEADER = """# Rule catalogue
 
 Every rule `hetero-constructs` checks at synth time, generated from the code
-(`python -m hetero_constructs.core.rules.docs`). Each violation names its rule id, the path in
+(`python -m hetero_constructs.checks.docs`). Each violation names its rule id, the path in
 the spec, the value given, what is allowed and the fix.
 
 Each rule is an **error** (the API or the training toolkit would reject the job or misbehave)

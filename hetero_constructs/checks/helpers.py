@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sized
 from typing import Any
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.rules.base import Finding
+from hetero_constructs.checks.base import Finding
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.service import model as service_model
 
 
 def one_of(values: Iterable[str]) -> str:

@@ -1,19 +1,13 @@
-"""Every synth-time rule, one small function each, grouped by topic.
+"""The registry: every synth-time rule in catalogue order, and the run of them on a spec.
 
-- ``launchers``: which launcher runs where, on which framework, version and instance type
-- ``collectives``: SMDDP AllReduce / AllGather
-- ``cluster``: heterogeneous-cluster groups, the distribution group, channel scoping
-- ``framework``: container image and training code
-- ``api``: the CreateTrainingJob API's own limits, from botocore's model
-- ``values``: what the model's patterns let through: S3 bucket names, 32-bit integers
-- ``runs``: what a training run adds to the request (its marker tags)
-- ``acknowledgments``: warnings acknowledged with a reason (errors cannot be)
+The topics (``checks.rules``) in the order the catalogue lists them; within a topic, rules
+keep the order they are declared in.
 """
 
 from __future__ import annotations
 
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.rules import (
+from hetero_constructs.checks.base import REGISTRY, Finding, Rule, rule
+from hetero_constructs.checks.rules import (
     acknowledgments,
     api,
     cluster,
@@ -23,8 +17,8 @@ from hetero_constructs.core.rules import (
     runs,
     values,
 )
-from hetero_constructs.core.rules.base import REGISTRY, Finding, Rule, rule
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.spec.violations import Violation
 
 TOPICS = (launchers, collectives, cluster, framework, api, values, runs, acknowledgments)
 _TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}

@@ -191,11 +191,11 @@ def plan(
 @json_option
 def rules(json_flag: bool) -> int:
     """Print the rule catalogue (the text of docs/rules.md)."""
-    from hetero_constructs.core.construct_rules import CONSTRUCT_RULES
-    from hetero_constructs.core.overrides import OVERRIDE_RULES
-    from hetero_constructs.core.rules import RULES
-    from hetero_constructs.core.rules.docs import render
-    from hetero_constructs.core.spec_file import SPEC_FILE_RULES
+    from hetero_constructs.checks.construct_rules import CONSTRUCT_RULES
+    from hetero_constructs.checks.docs import render
+    from hetero_constructs.checks.registry import RULES
+    from hetero_constructs.run.overrides import OVERRIDE_RULES
+    from hetero_constructs.spec.file.reader import SPEC_FILE_RULES
 
     out = _output(json_flag)
     if not json_flag:

@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from hetero_constructs.cli.output import CliError, Output
-from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.naming import preview_job_name
-from hetero_constructs.core.overrides import apply_overrides
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec_file import read_spec
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.run.naming import preview_job_name
+from hetero_constructs.run.overrides import apply_overrides
+from hetero_constructs.spec.file.reader import read_spec
+from hetero_constructs.spec.violations import Violation
 
 _DEPLOYMENT_FIELDS = frozenset(f.name for f in dataclasses.fields(Deployment)) - {"job_name"}
 

@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from hetero_constructs.core.violations import Violation, render_value
+from hetero_constructs.spec.violations import Violation, render_value
 
 # Plain output is for pipes and files: no line is ever wrapped by the renderer.
 _PLAIN_WIDTH = 100_000

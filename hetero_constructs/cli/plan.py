@@ -10,11 +10,11 @@ import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from hetero_constructs.core.context import Deployment, RuleContext
-from hetero_constructs.core.plan import Plan, plan
-from hetero_constructs.core.request.builder import job_name as default_job_name
-from hetero_constructs.core.spec_file import read_spec_file
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.planning import Plan, plan
+from hetero_constructs.request.builder import job_name as default_job_name
+from hetero_constructs.request.context import Deployment, RuleContext
+from hetero_constructs.spec.file.reader import read_spec_file
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 _MAX_JOB_NAME = 63
 _TIMESTAMP = "%Y-%m-%d-%H-%M-%S"

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.cli.aws import error_code
 from hetero_constructs.cli.output import seconds_between
-from hetero_constructs.core import lifecycle
+from hetero_constructs.run import lifecycle
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
 ATTEMPT_TAG = lifecycle.TAG_ATTEMPT

@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.cli.aws import error_code
 from hetero_constructs.cli.output import CliError
-from hetero_constructs.core import lifecycle
+from hetero_constructs.run import lifecycle
 
 STATE_MACHINE_OUTPUT_PREFIX = lifecycle.STATE_MACHINE_OUTPUT_PREFIX
 

@@ -1,21 +1,14 @@
-"""The CDK layer: constructs over the core. Importing it imports aws_cdk."""
+"""The CDK constructs over the pure-Python layers. Importing any of them imports aws_cdk.
+
+``task``: ``HeterogeneousTrainingTask``, the chainable task; ``job``:
+``HeterogeneousTrainingJob``, the task in a state machine of its own; ``runner``:
+``TrainingRunner``, what every task of a stack shares (Lambdas, run table, rules, alarms).
+The rest serves them: IAM (``permissions``, ``conditions``), cdk-nag acknowledgments (``nag``),
+deterministic assets (``packaging``, ``lambda_bundle``), tokens (``tokens``), template hygiene
+(``hygiene``) and snapshot-friendly templates (``testing``).
+"""
 
 from hetero_constructs.jsii_node import use_wheel_node
 
 # Before aws_cdk is imported: jsii reads JSII_NODE when it starts its Node process.
 use_wheel_node()
-
-from hetero_constructs.cdk.permissions import bucket_uri  # noqa: E402
-from hetero_constructs.cdk.runner import TrainingRunner  # noqa: E402
-from hetero_constructs.cdk.task import CapacityRetry, HeterogeneousTrainingTask  # noqa: E402
-from hetero_constructs.cdk.testing import normalized_template  # noqa: E402
-from hetero_constructs.cdk.training_job import HeterogeneousTrainingJob  # noqa: E402
-
-__all__ = [
-    "CapacityRetry",
-    "HeterogeneousTrainingJob",
-    "HeterogeneousTrainingTask",
-    "TrainingRunner",
-    "bucket_uri",
-    "normalized_template",
-]

@@ -26,14 +26,14 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from hetero_constructs.cdk import permissions
-from hetero_constructs.cdk.runner import (
+from hetero_constructs.constructs import permissions
+from hetero_constructs.constructs.runner import (
     ContainingStateMachine,
     TrainingRunner,
     child_path,
     remember_path,
 )
-from hetero_constructs.cdk.task import (
+from hetero_constructs.constructs.task import (
     STRING_TOKEN,
     CapacityRetry,
     OwnStateMachineTask,
@@ -41,13 +41,13 @@ from hetero_constructs.cdk.task import (
     spec_from_file,
     split_spec_fields,
 )
-from hetero_constructs.cdk.tokens import is_token
-from hetero_constructs.core import lifecycle
-from hetero_constructs.core.overrides import apply_overrides
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec import TrainingSpec
-from hetero_constructs.core.spec_file import read_spec, spec_to_dict
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.constructs.tokens import is_token
+from hetero_constructs.planning import plan
+from hetero_constructs.run import lifecycle
+from hetero_constructs.run.overrides import apply_overrides
+from hetero_constructs.spec.file.reader import read_spec, spec_to_dict
+from hetero_constructs.spec.training import TrainingSpec
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 _TASK_ID = "Task"
 DEFAULT_CAPACITY_RETRY = CapacityRetry()
@@ -64,7 +64,7 @@ _STATE_MACHINE_ID = "Resource"
 class HeterogeneousTrainingJob(Construct):
     """A SageMaker training job (heterogeneous or homogeneous), validated at synth time.
 
-    Every rule of ``hetero_constructs.core`` runs when the construct is created; the first error
+    Every rule of ``hetero_constructs.checks`` runs when the construct is created; the first error
     lists every violation with this construct's path. CDK tokens are skipped, not guessed.
 
     ``state_machine``'s executions each run one training job to its end (input: the overrides,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import io
 import json
 import lzma
@@ -30,8 +31,7 @@ from typing import Any
 
 import botocore.loaders
 
-from hetero_constructs.core import service_model
-from hetero_constructs.handlers import lambda_source
+from hetero_constructs.service import model as service_model
 
 # The SageMaker operations the handlers call; extend it when a handler calls another one.
 LAMBDA_OPERATIONS = (
@@ -46,9 +46,15 @@ LAMBDA_OPERATIONS = (
 DATA_PATH = "botocore_data"
 SERVICE = "sagemaker"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-# Core modules the Lambda never imports: the rule catalogue generator, and the YAML reader
-# (spec files only; the Lambda gets its spec as JSON and its runtime has no PyYAML).
-LEFT_OUT = frozenset({"core/rules/docs.py", "core/spec_yaml.py"})
+# The handlers: lambda/ in a checkout, the packaged copy (hetero_constructs.lambda_handlers,
+# mapped by pyproject.toml's package-dir) when the library is installed.
+_CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
+# The pure-Python layers the handlers validate with (no CDK, no CLI, no local runner).
+LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py")
+# Modules of those layers the Lambda never imports: the rule catalogue generator and the
+# construct-only rule ids, and the YAML reader (spec files only; the Lambda gets its spec as
+# JSON and its runtime has no PyYAML).
+LEFT_OUT = frozenset({"checks/docs.py", "checks/construct_rules.py", "spec/file/safe_yaml.py"})
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 _DOC_KEYS = frozenset({"documentation", "documentationUrl"})
 _RULE_DOC_ARGUMENTS = frozenset({"source", "example"})
@@ -201,10 +207,23 @@ def bundled_source(source: str) -> str:
     return "".join(line if line.strip() else "\n" for line in numbered)
 
 
+def lambda_source() -> Path:
+    """The folder holding ``submit.py``, ``events.py`` and their helpers."""
+    if _CHECKOUT_HANDLERS.is_dir():
+        return _CHECKOUT_HANDLERS
+    spec = importlib.util.find_spec("hetero_constructs.lambda_handlers")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("the Lambda handlers are missing from this installation")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def _core_files() -> Iterator[tuple[str, Path]]:
     yield "hetero_constructs/__init__.py", PACKAGE_ROOT / "__init__.py"
-    core = PACKAGE_ROOT / "core"
-    for path in sorted(core.rglob("*.py")):
+    paths: list[Path] = []
+    for layer in LAMBDA_LAYERS:
+        location = PACKAGE_ROOT / layer
+        paths += sorted(location.rglob("*.py")) if location.is_dir() else [location]
+    for path in paths:
         relative = path.relative_to(PACKAGE_ROOT).as_posix()
         if "__pycache__" not in path.parts and relative not in LEFT_OUT:
             yield f"hetero_constructs/{relative}", path
@@ -360,9 +379,11 @@ def zip_bytes(directory: Path) -> bytes:
 
 __all__ = [
     "DATA_PATH",
+    "LAMBDA_LAYERS",
     "LAMBDA_OPERATIONS",
     "bundled_source",
     "lambda_package",
+    "lambda_source",
     "package_files",
     "trimmed_service_model",
     "zip_bytes",

@@ -17,10 +17,10 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from hetero_constructs.core.rules.framework import source_dir as source_dir_rule
-from hetero_constructs.core.rules.framework import source_tree_findings
-from hetero_constructs.core.source_tree import read_regular_file, scan
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.checks.rules.framework import source_dir as source_dir_rule
+from hetero_constructs.checks.rules.framework import source_tree_findings
+from hetero_constructs.spec.source_tree import read_regular_file, scan
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 

@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from hetero_constructs.core.s3_uri import S3Uri, key_patterns
+from hetero_constructs.spec.s3_uri import S3Uri, key_patterns
 
 Statement = dict[str, Any]
 

@@ -30,14 +30,14 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IConstruct
 
-from hetero_constructs.cdk import nag, permissions
-from hetero_constructs.cdk.deployability import enable_deployability_checks
-from hetero_constructs.cdk.hygiene import depend_on_policy_only
-from hetero_constructs.cdk.lambda_bundle import lambda_package
-from hetero_constructs.core import lifecycle
+from hetero_constructs.constructs import nag, permissions
+from hetero_constructs.constructs.hygiene import depend_on_policy_only
+from hetero_constructs.constructs.lambda_bundle import lambda_package
+from hetero_constructs.deployability.plugin import enable_deployability_checks
+from hetero_constructs.run import lifecycle
 
 if TYPE_CHECKING:
-    from hetero_constructs.cdk.task import HeterogeneousTrainingTask
+    from hetero_constructs.constructs.task import HeterogeneousTrainingTask
 
 
 def newest_python_runtime() -> lambda_.Runtime:

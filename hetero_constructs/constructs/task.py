@@ -28,9 +28,15 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.region_info import FactName, RegionInfo
 from constructs import Construct, IValidation
 
-from hetero_constructs.cdk import conditions, nag, permissions
-from hetero_constructs.cdk.packaging import source_bundle
-from hetero_constructs.cdk.runner import (
+from hetero_constructs.checks.construct_rules import (
+    BASE_JOB_NAME_RULE,
+    JOB_NAME_RULE,
+    REGION_RULE,
+    TIMEOUT_TOKEN_RULE,
+)
+from hetero_constructs.constructs import conditions, nag, permissions
+from hetero_constructs.constructs.packaging import source_bundle
+from hetero_constructs.constructs.runner import (
     CodeLocation,
     ContainingStateMachine,
     TrainingRunner,
@@ -38,21 +44,17 @@ from hetero_constructs.cdk.runner import (
     child_path,
     remember_path,
 )
-from hetero_constructs.cdk.tokens import is_token
-from hetero_constructs.core import catalog, lifecycle, variants
-from hetero_constructs.core.construct_rules import (
-    BASE_JOB_NAME_RULE,
-    JOB_NAME_RULE,
-    REGION_RULE,
-    TIMEOUT_TOKEN_RULE,
-)
-from hetero_constructs.core.context import Deployment, RuleContext
-from hetero_constructs.core.naming import sanitize_name
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.request.image_uri import image_repository, image_tag
-from hetero_constructs.core.spec import TrainingSpec
-from hetero_constructs.core.spec_file import read_spec_file, spec_to_dict
-from hetero_constructs.core.violations import SpecValidationError, Violation, did_you_mean
+from hetero_constructs.constructs.tokens import is_token
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment, RuleContext
+from hetero_constructs.request.image_uri import image_repository, image_tag
+from hetero_constructs.run import lifecycle
+from hetero_constructs.run.naming import sanitize_name
+from hetero_constructs.service import catalog
+from hetero_constructs.spec import variants
+from hetero_constructs.spec.file.reader import read_spec_file, spec_to_dict
+from hetero_constructs.spec.training import TrainingSpec
+from hetero_constructs.spec.violations import SpecValidationError, Violation, did_you_mean
 
 RUNTIME_HELPER = Path(__file__).resolve().parents[1] / "runtime"
 RUNTIME_HELPER_PACKAGE = "hetero_runtime"

@@ -23,8 +23,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-import jsii
-from aws_cdk import (
+from hetero_constructs.jsii_node import use_wheel_node
+
+# Before aws_cdk is imported: jsii reads JSII_NODE when it starts its Node process.
+use_wheel_node()
+
+import jsii  # noqa: E402
+from aws_cdk import (  # noqa: E402
     IPolicyValidationContext,
     IPolicyValidationPlugin,
     PolicyValidationPluginReport,
@@ -32,9 +37,9 @@ from aws_cdk import (
     PolicyViolation,
     Validations,
 )
-from constructs import IConstruct
+from constructs import IConstruct  # noqa: E402
 
-from hetero_constructs.cdk.quotas import (
+from hetero_constructs.deployability.quota import (  # noqa: E402
     DEFAULT_LIMITS,
     QUOTAS,
     Limits,
@@ -42,7 +47,7 @@ from hetero_constructs.cdk.quotas import (
     StackTemplate,
     check_template,
 )
-from hetero_constructs.cdk.worst_case import KnownValues
+from hetero_constructs.deployability.worst_case import KnownValues  # noqa: E402
 
 PLUGIN_NAME = "hetero-constructs-deployability"
 DISABLE_CONTEXT_KEY = "hetero-constructs:deployabilityChecks"
@@ -76,7 +81,7 @@ def _is_off(app: IConstruct) -> bool:
 
 @jsii.implements(IPolicyValidationPlugin)
 class DeployabilityChecks:
-    """The AWS quotas of ``hetero_constructs.cdk.quotas``, checked on every synthesized template.
+    """The AWS quotas of ``deployability.quota``, checked on every synthesized template.
 
     Register it with ``enable_deployability_checks`` (once per app), or yourself with
     ``Validations.of(stage).add_plugins(DeployabilityChecks())`` for one stage's stacks.

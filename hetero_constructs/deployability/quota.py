@@ -4,11 +4,11 @@ CloudFormation accepts a template that IAM, Step Functions, EventBridge or Lambd
 halfway through the deploy. Each quota here is a small function, registered with ``@quota``
 (id, title, the AWS source of its limit, the fix), that measures one template and yields one
 ``Measurement`` per thing it sizes, within the limit or not. Values CloudFormation resolves at
-deploy time are sized worst-case (``hetero_constructs.cdk.worst_case``).
+deploy time are sized worst-case (``hetero_constructs.deployability.worst_case``).
 
 ``measure_template`` returns every measurement (the benchmark reads the headroom from them);
 ``check_template`` only those over their limit. ``docs/deployability.md`` is generated from
-the registry: ``python -m hetero_constructs.cdk.quotas > docs/deployability.md``.
+the registry: ``python -m hetero_constructs.deployability.quota > docs/deployability.md``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,14 @@ from typing import Any, TypeVar
 
 import botocore.model
 
-from hetero_constructs.cdk.worst_case import KnownValues, WorstCase, botocore_loader, is_intrinsic
-from hetero_constructs.core import service_model
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.deployability.worst_case import (
+    KnownValues,
+    WorstCase,
+    botocore_loader,
+    is_intrinsic,
+)
+from hetero_constructs.service import model as service_model
+from hetero_constructs.spec.violations import Violation
 
 _T = TypeVar("_T")
 
@@ -982,18 +987,18 @@ def quota_by_id(quota_id: str) -> Quota:
 _HEADER = """# Deployability checks
 
 Quotas that CloudFormation does not check before it starts a deploy, and that then fail it
-halfway. `enable_deployability_checks(scope)` (`hetero_constructs.cdk.deployability`) measures
+halfway. `enable_deployability_checks(scope)` (`hetero_constructs.deployability.plugin`) measures
 them on every template of the app at synth and fails the synth with a violation naming the
 rule id, the construct path, the measured size and the limit, and the fix;
-`python -m hetero_constructs.cdk.quotas cdk.out/*.template.json` checks templates already
+`python -m hetero_constructs.deployability.quota cdk.out/*.template.json` checks templates already
 synthesized. Generated from the code
-(`python -m hetero_constructs.cdk.quotas > docs/deployability.md`).
+(`python -m hetero_constructs.deployability.quota > docs/deployability.md`).
 """
 
 
 def render() -> str:
     """The catalogue: a summary table, each quota's doc and source, and how sizes are estimated."""
-    from hetero_constructs.cdk import worst_case
+    from hetero_constructs.deployability import worst_case
 
     lines = [_HEADER, "| Id | Checks | Limit |", "| --- | --- | --- |"]
     lines += [f"| `{q.id}` | {q.title} | {q.limit} |" for q in QUOTAS]
@@ -1012,7 +1017,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m hetero_constructs.cdk.quotas [TEMPLATE.json ...]``.
+    """``python -m hetero_constructs.deployability.quota [TEMPLATE.json ...]``.
 
     Without arguments, print the catalogue; with templates, print each violation and exit 1
     if there is any.

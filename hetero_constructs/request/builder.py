@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from hetero_constructs.core import catalog
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.request import hyperparameters as hp
-from hetero_constructs.core.request.image_uri import image_repository, training_image
-from hetero_constructs.core.spec import Launcher, SmddpCollective, TrainingChannel
+from hetero_constructs.request import hyperparameters as hp
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.request.image_uri import image_repository, training_image
+from hetero_constructs.service import catalog
+from hetero_constructs.spec.training import Launcher, SmddpCollective, TrainingChannel
 
 SMDDP_ALLGATHER_ENV = "SMDATAPARALLEL_OPTIMIZE_SDP"
 IMAGE_PLACEHOLDER = "IMAGE-URI-UNRESOLVED"

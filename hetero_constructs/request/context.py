@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
-from hetero_constructs.core import catalog
-from hetero_constructs.core.source_tree import directory_identity, settled
-from hetero_constructs.core.spec import (
+from hetero_constructs.service import catalog
+from hetero_constructs.spec.source_tree import directory_identity, settled
+from hetero_constructs.spec.training import (
     InstanceGroup,
     Launcher,
     LauncherConfig,

@@ -12,8 +12,8 @@ import posixpath
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.spec import Framework, Launcher
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.spec.training import Framework, Launcher
 
 CODE_CHANNEL = "code"
 CONTAINER_CODE_PATH = "/opt/ml/input/data/code/sourcedir.tar.gz"

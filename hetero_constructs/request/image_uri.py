@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hetero_constructs.core import catalog
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.service_model import dns_suffix
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.service import catalog
+from hetero_constructs.service.model import dns_suffix
 
 
 def image_repository(context: RuleContext) -> str:

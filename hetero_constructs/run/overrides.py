@@ -22,10 +22,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.fieldcheck import json_value_problem
-from hetero_constructs.core.s3_uri import S3Uri, covers, has_dot_segment
-from hetero_constructs.core.violations import (
+from hetero_constructs.service import model as service_model
+from hetero_constructs.spec.fields import json_value_problem
+from hetero_constructs.spec.s3_uri import S3Uri, covers, has_dot_segment
+from hetero_constructs.spec.violations import (
     MAX_REPORTED_VIOLATIONS,
     MORE_VIOLATIONS_RULE,
     Violation,

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from hetero_constructs.core.spec import Framework
+from hetero_constructs.spec.training import Framework
 
 Version = tuple[int, ...]
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, ParamSpec, TypeVar
 
-from hetero_constructs.core.violations import (
+from hetero_constructs.spec.violations import (
     SpecValidationError,
     Violation,
     did_you_mean,

@@ -14,7 +14,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
-from hetero_constructs.core.fieldcheck import (
+from hetero_constructs.spec.fields import (
     FieldChecker,
     as_tuple,
     checked_arguments,

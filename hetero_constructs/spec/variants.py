@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from hetero_constructs.core.spec import InstanceFallback, InstanceGroup, TrainingSpec
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.spec.training import InstanceFallback, InstanceGroup, TrainingSpec
+from hetero_constructs.spec.violations import Violation
 
 
 def variant_count(spec: TrainingSpec) -> int:

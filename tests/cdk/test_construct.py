@@ -29,8 +29,8 @@ from hetero_constructs import (
     TrainingSpec,
     bucket_uri,
 )
-from hetero_constructs.cdk.packaging import source_bundle, tar_gz_bytes
-from hetero_constructs.cdk.runner import lambda_package
+from hetero_constructs.constructs.packaging import source_bundle, tar_gz_bytes
+from hetero_constructs.constructs.runner import lambda_package
 from tests.cdk.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]
@@ -112,7 +112,7 @@ def test_tokens_are_skipped_not_guessed() -> None:
 def test_core_and_cdk_agree_on_dlc_accounts() -> None:
     from aws_cdk.region_info import RegionInfo
 
-    from hetero_constructs.core.catalog import DLC_ACCOUNTS
+    from hetero_constructs.service.catalog import DLC_ACCOUNTS
 
     disagreements = {
         region: (account, RegionInfo.get(region).dlc_repository_account)
@@ -400,7 +400,7 @@ def test_lone_entry_point_is_shipped_at_the_root(tmp_path: Path) -> None:
     )
     assert job.request["HyperParameters"]["sagemaker_program"] == '"train.py"'
     assert job.code_asset is not None
-    from hetero_constructs.cdk.task import RUNTIME_HELPER, RUNTIME_HELPER_PACKAGE
+    from hetero_constructs.constructs.task import RUNTIME_HELPER, RUNTIME_HELPER_PACKAGE
 
     bundle = source_bundle(None, {RUNTIME_HELPER_PACKAGE: RUNTIME_HELPER, "train.py": script})
     with tarfile.open(bundle, mode="r:gz") as archive:

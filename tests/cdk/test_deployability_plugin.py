@@ -17,14 +17,14 @@ import pytest
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from hetero_constructs.cdk import deployability
-from hetero_constructs.cdk.deployability import (
+from hetero_constructs.deployability import plugin as deployability
+from hetero_constructs.deployability.plugin import (
     DISABLE_CONTEXT_KEY,
     PLUGIN_NAME,
     DeployabilityChecks,
     enable_deployability_checks,
 )
-from hetero_constructs.cdk.quotas import QUOTAS
+from hetero_constructs.deployability.quota import QUOTAS
 
 ROOT = Path(__file__).resolve().parents[2]
 CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"
@@ -167,7 +167,7 @@ def test_cdk_synth_exits_1_over_a_quota(tmp_path: Path) -> None:
             sys.path.insert(0, {str(ROOT)!r})
             import aws_cdk as cdk
             from aws_cdk import aws_iam as iam
-            from hetero_constructs.cdk.deployability import enable_deployability_checks
+            from hetero_constructs.deployability.plugin import enable_deployability_checks
 
             app = cdk.App()
             stack = cdk.Stack(app, "Over")

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.cdk import quotas, worst_case
-from hetero_constructs.cdk.quotas import (
+from hetero_constructs.deployability import quota as quotas
+from hetero_constructs.deployability import worst_case
+from hetero_constructs.deployability.quota import (
     QUOTAS,
     Limits,
     Measurement,
@@ -18,7 +19,7 @@ from hetero_constructs.cdk.quotas import (
     check_template,
     measure_template,
 )
-from hetero_constructs.cdk.worst_case import KnownValues
+from hetero_constructs.deployability.worst_case import KnownValues
 
 ROLE = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}}}
 
@@ -396,7 +397,7 @@ def test_every_quota_is_documented_with_its_source_and_fix() -> None:
 def test_catalogue_is_current() -> None:
     catalogue = Path(__file__).parents[2] / "docs" / "deployability.md"
     assert catalogue.read_text() == quotas.render(), (
-        "run `python -m hetero_constructs.cdk.quotas > docs/deployability.md`"
+        "run `python -m hetero_constructs.deployability.quota > docs/deployability.md`"
     )
 
 
@@ -414,9 +415,9 @@ def test_measurements_do_not_import_the_cdk(module: Any) -> None:
         )
     }
     assert not {n for n in imported if n.split(".")[0] in {"aws_cdk", "constructs", "jsii"}}
-    assert {n for n in imported if n.startswith("hetero_constructs.cdk")} <= {
-        "hetero_constructs.cdk.worst_case",
-        "hetero_constructs.cdk",
+    assert {n for n in imported if n.startswith("hetero_constructs.constructs")} <= {
+        "hetero_constructs.deployability.worst_case",
+        "hetero_constructs.constructs",
     }
 
 

@@ -27,13 +27,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import cx_api
 
 from hetero_constructs import HeterogeneousTrainingJob
-from hetero_constructs.cdk.deployability import (
+from hetero_constructs.deployability.plugin import (
     DISABLE_CONTEXT_KEY,
     PLUGIN_NAME,
     enable_deployability_checks,
 )
-from hetero_constructs.cdk.quotas import QUOTAS, StackTemplate, measure_template
-from hetero_constructs.cdk.worst_case import KnownValues
+from hetero_constructs.deployability.quota import QUOTAS, StackTemplate, measure_template
+from hetero_constructs.deployability.worst_case import KnownValues
 from tests.cdk.test_construct import spec
 from tests.cdk.test_deployability_quotas import document
 

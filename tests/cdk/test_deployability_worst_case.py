@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.cdk.quotas import StackTemplate, measure_template
-from hetero_constructs.cdk.worst_case import (
+from hetero_constructs.deployability.quota import StackTemplate, measure_template
+from hetero_constructs.deployability.worst_case import (
     UNKNOWN_LENGTH,
     KnownValues,
     WorstCase,

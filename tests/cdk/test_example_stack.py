@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from cfnlint import api as cfnlint
 
-from hetero_constructs.core import build_request, spec_from_dict
-from hetero_constructs.core.context import Deployment
+from hetero_constructs.planning import build_request
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file.reader import spec_from_dict
 from tests.cdk.templates import (
     definitions,
     literal,

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from hetero_constructs.cdk.permissions import allow, document, merged
+from hetero_constructs.constructs.permissions import allow, document, merged
 
 OUTPUT = "arn:aws:s3:::bucket/output/*"
 CHECKPOINTS = "arn:aws:s3:::bucket/checkpoints/*"

@@ -25,10 +25,11 @@ import aws_cdk as cdk
 import pytest
 
 from hetero_constructs import HeterogeneousTrainingJob, SpecValidationError
-from hetero_constructs.core import spec_file
-from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec import (
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file import reader as spec_file
+from hetero_constructs.spec.file.reader import spec_from_dict
+from hetero_constructs.spec.training import (
     DistributedTraining,
     InstanceFallback,
     InstanceGroup,
@@ -38,7 +39,6 @@ from hetero_constructs.core.spec import (
     TrainingChannel,
     TrainingSpec,
 )
-from hetero_constructs.core.spec_file import spec_from_dict
 from tests.cdk.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]

@@ -22,10 +22,10 @@ from typing import Any
 from hetero_constructs.cli.logs import TRAINING_LOG_GROUP
 from hetero_constructs.cli.runs import ATTEMPT_TAG, EXECUTION_TAG
 from hetero_constructs.cli.targets import STATE_MACHINE_OUTPUT_PREFIX
-from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.naming import preview_job_name
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec_file import read_spec
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.run.naming import preview_job_name
+from hetero_constructs.spec.file.reader import read_spec
 from tests.core.specs import ROLE, spec_dict
 
 ACCOUNT = "123456789012"

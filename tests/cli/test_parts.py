@@ -16,7 +16,7 @@ from hetero_constructs.cli.inputs import check_input, find_submit_tasks, read_in
 from hetero_constructs.cli.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.cli.plan import PLACEHOLDER_ROLE_ARN
-from hetero_constructs.core.naming import preview_job_name
+from hetero_constructs.run.naming import preview_job_name
 from tests.cli.fake_stack import definition
 from tests.core.specs import DELETE, spec_dict
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec_file import read_spec
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file.reader import read_spec
+from hetero_constructs.spec.violations import Violation
 
 DELETE = object()
 

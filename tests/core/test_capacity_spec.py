@@ -6,18 +6,17 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core import (
-    Deployment,
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file.reader import read_spec, spec_from_dict, spec_to_dict
+from hetero_constructs.spec.training import (
     DistributedTraining,
     InstanceFallback,
     InstanceGroup,
-    SpecValidationError,
     TrainingSpec,
-    plan,
-    spec_from_dict,
 )
-from hetero_constructs.core.spec_file import read_spec, spec_to_dict
-from hetero_constructs.core.variants import instance_types, variant, variant_count
+from hetero_constructs.spec.variants import instance_types, variant, variant_count
+from hetero_constructs.spec.violations import SpecValidationError
 
 BASE: dict[str, Any] = dict(
     entry_point="train.py",

@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.core.context import RuleContext, cached_property
-from hetero_constructs.core.request.hyperparameters import encode
-from hetero_constructs.core.rules import RULES, run_rules
-from hetero_constructs.core.spec import TrainingSpec
-from hetero_constructs.core.spec_file import read_spec
+from hetero_constructs.checks.registry import RULES, run_rules
+from hetero_constructs.request.context import RuleContext, cached_property
+from hetero_constructs.request.hyperparameters import encode
+from hetero_constructs.spec.file.reader import read_spec
+from hetero_constructs.spec.training import TrainingSpec
 from tests.core.specs import spec_dict
 from tests.core.test_properties import spec_dicts
 from tests.core.test_rules import CASES

@@ -19,25 +19,24 @@ from typing import Any
 import pytest
 import yaml
 
-from hetero_constructs.core import (
-    DistributedTraining,
-    InstanceGroup,
-    LauncherConfig,
-    SmddpCollective,
-    SpecValidationError,
-    TrainingChannel,
-    TrainingSpec,
-)
-from hetero_constructs.core.fieldcheck import MAX_NESTING_DEPTH
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec import Launcher
-from hetero_constructs.core.spec_file import (
+from hetero_constructs.planning import plan
+from hetero_constructs.spec.fields import MAX_NESTING_DEPTH
+from hetero_constructs.spec.file.reader import (
     MAX_SPEC_FILE_BYTES,
     MAX_YAML_NODES,
     read_spec,
     read_spec_file,
 )
-from hetero_constructs.core.violations import Violation, render_value
+from hetero_constructs.spec.training import (
+    DistributedTraining,
+    InstanceGroup,
+    Launcher,
+    LauncherConfig,
+    SmddpCollective,
+    TrainingChannel,
+    TrainingSpec,
+)
+from hetero_constructs.spec.violations import SpecValidationError, Violation, render_value
 from tests.blocking import finishes
 from tests.core.specs import BASE, spec_dict, violations_of
 

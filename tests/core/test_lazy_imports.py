@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 import hetero_constructs
-import hetero_constructs.core
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,28 +36,28 @@ def modules_after(statement: str) -> list[str]:
 
 
 def test_one_core_module_imports_only_that_module() -> None:
-    assert modules_after("from hetero_constructs.core import lifecycle") == [
+    assert modules_after("from hetero_constructs.run import lifecycle") == [
         "hetero_constructs",
-        "hetero_constructs.core",
-        "hetero_constructs.core.lifecycle",
+        "hetero_constructs.run",
+        "hetero_constructs.run.lifecycle",
     ]
     assert modules_after("import hetero_constructs") == ["hetero_constructs"]
 
 
 def test_a_name_imports_its_module_on_first_use() -> None:
     loaded = modules_after("from hetero_constructs import TrainingSpec")
-    assert "hetero_constructs.core.spec" in loaded
-    assert "hetero_constructs.core.rules" not in loaded
+    assert "hetero_constructs.spec.training" in loaded
+    assert "hetero_constructs.checks.registry" not in loaded
     assert "botocore" not in loaded
 
 
-@pytest.mark.parametrize("package", [hetero_constructs, hetero_constructs.core])
+@pytest.mark.parametrize("package", [hetero_constructs])
 def test_every_exported_name_is_the_defining_modules_object(package: Any) -> None:
     lazy: dict[str, str] = package._LAZY
     assert sorted(lazy) == sorted(package.__all__)
     for name, where in lazy.items():
         module, _, defined_as = where.partition(":")
-        if module.startswith(("hetero_constructs.cdk", "hetero_constructs.runtime")):
+        if module.startswith(("hetero_constructs.constructs", "hetero_constructs.runtime")):
             continue  # aws_cdk is slow to import; tests/core/test_spec_file.py resolves them
         defined = getattr(importlib.import_module(module), defined_as or name)
         assert getattr(package, name) is defined
@@ -69,10 +68,10 @@ def test_every_exported_name_is_the_defining_modules_object(package: Any) -> Non
 
 def test_plan_is_the_function_whatever_was_imported_first() -> None:
     script = (
-        "import hetero_constructs.core.plan\n"
-        "from hetero_constructs.core import plan\n"
+        "import hetero_constructs.planning\n"
+        "from hetero_constructs import plan\n"
         "import hetero_constructs\n"
-        "assert callable(plan) and plan.__module__ == 'hetero_constructs.core.plan', plan\n"
-        "assert hetero_constructs.core.plan is plan and hetero_constructs.plan is plan\n"
+        "assert callable(plan) and plan.__module__ == 'hetero_constructs.planning', plan\n"
+        "assert hetero_constructs.planning.plan is plan and hetero_constructs.plan is plan\n"
     )
     subprocess.run([sys.executable, "-B", "-c", script], cwd=ROOT, check=True)

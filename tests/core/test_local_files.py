@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core import context as context_module
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.rules import rule_by_id
-from hetero_constructs.core.source_tree import RACY_SECONDS
-from hetero_constructs.core.spec_file import load_spec_file
+from hetero_constructs.checks.registry import rule_by_id
+from hetero_constructs.planning import plan
+from hetero_constructs.request import context as context_module
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.spec.file.reader import load_spec_file
+from hetero_constructs.spec.source_tree import RACY_SECONDS
 
 EXAMPLE = (
     Path(__file__).resolve().parents[2] / "examples" / "specs" / "hetero_torch_distributed.json"

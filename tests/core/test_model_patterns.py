@@ -16,8 +16,8 @@ from botocore.model import ListShape, MapShape, Shape, StructureShape
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.service_model import (
+from hetero_constructs.service import model as service_model
+from hetero_constructs.service.model import (
     JAVA_CLASSES,
     UNCHECKED_PATTERNS,
     UntranslatablePattern,

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.naming import MAX_JOB_NAME, RunSlot, attempt_job_name, sanitize_name
+from hetero_constructs.run.naming import MAX_JOB_NAME, RunSlot, attempt_job_name, sanitize_name
+from hetero_constructs.service import model as service_model
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-TASK_PREFIX_MAX = 40  # HeterogeneousTrainingTask's job_name_prefix (hetero_constructs.cdk.task)
+TASK_PREFIX_MAX = 40  # HeterogeneousTrainingTask's job_name_prefix (constructs.task)
 # Step Functions names (executions, state machines): 1 to 80 characters, none of these
 # (StartExecution's documentation): whitespace, brackets, wildcards, specials, controls.
 _NOT_IN_NAMES = ' <>{}[]?*"#%\\^|~`$&,;:/\ufffe\uffff'

@@ -10,11 +10,12 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.core import catalog, service_model
-from hetero_constructs.core.context import Deployment
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec_file import read_spec
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.service import catalog
+from hetero_constructs.service import model as service_model
+from hetero_constructs.spec.file.reader import read_spec
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 from tests.core.specs import ROLE
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

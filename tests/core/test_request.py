@@ -7,17 +7,17 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core import (
-    Deployment,
+from hetero_constructs.planning import build_request
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.service.model import botocore_validation_errors
+from hetero_constructs.spec.file.reader import spec_from_dict
+from hetero_constructs.spec.training import (
     DistributedTraining,
     InstanceGroup,
     TrainingChannel,
     TrainingSpec,
-    build_request,
-    spec_from_dict,
 )
-from hetero_constructs.core.service_model import botocore_validation_errors
-from hetero_constructs.core.violations import SpecValidationError
+from hetero_constructs.spec.violations import SpecValidationError
 from tests.core.specs import HOMOGENEOUS, ROLE, spec_dict, with_gpu_group
 
 ON = {"enabled": True}
@@ -408,7 +408,7 @@ def test_build_request_raises_every_violation() -> None:
 def test_collective_in_effect_follows_the_seed(
     override: dict[str, Any], expected: str | None
 ) -> None:
-    from hetero_constructs.core import plan
+    from hetero_constructs.planning import plan
 
     result = plan(spec_from_dict(spec_dict(override)))
     assert result.ok

@@ -18,8 +18,8 @@ from botocore.validate import ParamValidator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.service_model import ShapeProblem, compile_pattern, input_shape
+from hetero_constructs.service import model as service_model
+from hetero_constructs.service.model import ShapeProblem, compile_pattern, input_shape
 
 MAX_DEPTH = 4
 

@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core import Deployment, plan, spec_from_dict
-from hetero_constructs.core.rules import RULES, rule_by_id
+from hetero_constructs.checks.registry import RULES, rule_by_id
+from hetero_constructs.planning import plan
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file.reader import spec_from_dict
 from tests.core.specs import DELETE, HOMOGENEOUS, spec_dict, violations_of, with_gpu_group
 
 ON = {"enabled": True}
@@ -748,7 +750,7 @@ def test_rules_are_documented() -> None:
 
 
 def test_catalogue_is_current() -> None:
-    from hetero_constructs.core.rules.docs import render
+    from hetero_constructs.checks.docs import render
 
     catalogue = Path(__file__).parents[2] / "docs" / "rules.md"
     assert catalogue.read_text() == render(), "run `make docs` to regenerate docs/rules.md"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hetero_constructs.core.s3_uri import (
+from hetero_constructs.spec.s3_uri import (
     S3Uri,
     bucket_name_problem,
     covers,
@@ -63,9 +63,9 @@ def test_every_s3_location_of_the_spec_is_checked() -> None:
 
 
 def test_token_buckets_and_https_locations_are_skipped() -> None:
-    from hetero_constructs.core.context import Deployment
-    from hetero_constructs.core.plan import plan
-    from hetero_constructs.core.spec_file import read_spec
+    from hetero_constructs.planning import plan
+    from hetero_constructs.request.context import Deployment
+    from hetero_constructs.spec.file.reader import read_spec
 
     data = spec_dict({"output_path": "s3://${Token[TOKEN.12]}/out"})
     spec = read_spec(data).spec

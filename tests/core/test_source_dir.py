@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core.source_tree import scan
-from hetero_constructs.core.violations import Violation
+from hetero_constructs.spec.source_tree import scan
+from hetero_constructs.spec.violations import Violation
 from tests.blocking import finishes
 from tests.core.specs import spec_dict, violations_of
 

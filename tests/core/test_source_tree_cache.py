@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core import source_tree
-from hetero_constructs.core.source_tree import RACY_SECONDS, problems, scan
+from hetero_constructs.spec import source_tree
+from hetero_constructs.spec.source_tree import RACY_SECONDS, problems, scan
 
 
 def age(*directories: Path) -> None:

@@ -8,18 +8,20 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.core import (
+from hetero_constructs.spec.file.reader import (
+    distribution_from_sdk_dict,
+    load_spec_file,
+    read_spec,
+    spec_from_dict,
+)
+from hetero_constructs.spec.training import (
     DistributedTraining,
     InstanceGroup,
     Launcher,
     SmddpCollective,
-    SpecValidationError,
     TrainingSpec,
-    distribution_from_sdk_dict,
-    load_spec_file,
-    spec_from_dict,
 )
-from hetero_constructs.core.spec_file import read_spec
+from hetero_constructs.spec.violations import SpecValidationError
 from tests.core.specs import BASE, spec_dict, violations_of
 
 REPO = Path(__file__).parents[2]
@@ -241,7 +243,7 @@ def test_specs_are_immutable() -> None:
 
 
 def test_spec_to_dict_round_trips() -> None:
-    from hetero_constructs.core.spec_file import spec_to_dict
+    from hetero_constructs.spec.file.reader import spec_to_dict
 
     full = spec_dict(
         {

@@ -22,10 +22,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.plan import plan
-from hetero_constructs.core.spec_file import read_spec_file
-from hetero_constructs.core.violations import SpecValidationError, Violation
+from hetero_constructs.planning import plan
+from hetero_constructs.service import model as service_model
+from hetero_constructs.spec.file.reader import read_spec_file
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 from tests.core.specs import BASE, HOMOGENEOUS, spec_dict
 
 # CPU seconds per file; a reader that has not answered after HANG_SECONDS of wall time hangs.

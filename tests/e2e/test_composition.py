@@ -21,8 +21,8 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from hetero_constructs import HeterogeneousTrainingJob, HeterogeneousTrainingTask, TrainingErrors
-from hetero_constructs.core.naming import MAX_JOB_NAME
 from hetero_constructs.local import LocalCloud
+from hetero_constructs.run.naming import MAX_JOB_NAME
 from tests.cdk.test_construct import spec
 
 CAPACITY = "Failed:CapacityError: Unable to provision requested ML compute capacity."

@@ -27,8 +27,8 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from hetero_constructs import HeterogeneousTrainingTask
-from hetero_constructs.core import lifecycle
 from hetero_constructs.local import LocalCloud
+from hetero_constructs.run import lifecycle
 from tests.cdk.test_construct import spec
 from tests.e2e.test_faults import Harness, _record, reconcile_passes
 

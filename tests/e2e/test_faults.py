@@ -21,9 +21,9 @@ from typing import Any
 import boto3
 import pytest
 
-from hetero_constructs.cdk.training_job import DEFAULT_CAPACITY_RETRY
-from hetero_constructs.core import lifecycle
+from hetero_constructs.constructs.job import DEFAULT_CAPACITY_RETRY
 from hetero_constructs.local import ExecutionResult, LocalCloud
+from hetero_constructs.run import lifecycle
 from tests.synthesized import Synthesized
 
 
@@ -581,9 +581,9 @@ def test_a_job_pre_created_under_our_name_is_never_adopted(
 
 def take_the_slot_s_first_name(harness: Harness, *, completed: bool = False) -> str:
     """Someone creates a job under the name of the run's first attempt, with every marker tag a
-    run would give it (computed with ``hetero_constructs.core.naming`` from what the execution
+    run would give it (computed with ``hetero_constructs.run.naming`` from what the execution
     shows), their role and their bucket; ``completed``: their job has already ended so."""
-    from hetero_constructs.core.naming import RunSlot, attempt_job_name
+    from hetero_constructs.run.naming import RunSlot, attempt_job_name
 
     cloud = harness.cloud
     theirs = boto3.session.Session().client("sagemaker", region_name=cloud.region)

@@ -10,8 +10,10 @@ from typing import Any
 import boto3
 import pytest
 
-from hetero_constructs.core import Deployment, build_request, spec_from_dict
 from hetero_constructs.local import LocalCloud
+from hetero_constructs.planning import build_request
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file.reader import spec_from_dict
 from tests.synthesized import Synthesized
 
 

@@ -326,7 +326,7 @@ def test_importing_the_cdk_layer_points_jsii_at_the_wheel_node(venv: Path, tmp_p
     """With JSII_NODE unset and the machine's Node on PATH, no jsii warning either."""
     script = (
         "import os\n"
-        "import hetero_constructs.cdk\n"
+        "import hetero_constructs.constructs\n"
         "import aws_cdk as cdk\n"
         "from aws_cdk import aws_sqs as sqs\n"
         "app = cdk.App(outdir='out')\n"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.rules.base import REGISTRY, Finding, rule
+from hetero_constructs.checks.base import REGISTRY, Finding, rule
+from hetero_constructs.request.context import RuleContext
 
 MIN_REASON = 10
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hetero_constructs.core import catalog
-from hetero_constructs.core.context import SMDDP_COLLECTIVE, RuleContext
-from hetero_constructs.core.request.builder import SMDDP_ALLGATHER_ENV
-from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.spec import Launcher, SmddpCollective
+from hetero_constructs.checks.base import Finding, rule
+from hetero_constructs.request.builder import SMDDP_ALLGATHER_ENV
+from hetero_constructs.request.context import SMDDP_COLLECTIVE, RuleContext
+from hetero_constructs.service import catalog
+from hetero_constructs.spec.training import Launcher, SmddpCollective
 
 _SEED = "Seed 000 (SMDDP collectives and launcher options)"
 

@@ -6,10 +6,10 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from hetero_constructs.core import catalog
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.source_tree import problems as source_problems
+from hetero_constructs.checks.base import Finding, rule
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.service import catalog
+from hetero_constructs.spec.source_tree import problems as source_problems
 
 _IMAGES = "SDK v2 image_uri_config/pytorch.json, tensorflow.json"
 _GZIP_SUFFIXES = (".tar.gz", ".tgz", ".gz")

@@ -6,12 +6,12 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.fieldcheck import is_integer
-from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.rules.helpers import channel_path
-from hetero_constructs.core.s3_uri import BUCKET_NAME_RULES, bucket_name_problem, bucket_of
+from hetero_constructs.checks.base import Finding, rule
+from hetero_constructs.checks.helpers import channel_path
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.service import model as service_model
+from hetero_constructs.spec.fields import is_integer
+from hetero_constructs.spec.s3_uri import BUCKET_NAME_RULES, bucket_name_problem, bucket_of
 
 _MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
 # Smithy's integer types, as botocore's model names them.

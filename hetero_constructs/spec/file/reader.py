@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hetero_constructs.core.fieldcheck import (
+from hetero_constructs.spec.fields import (
     DEPTH_RULE,
     MAX_INTEGER_LITERAL,
     MAX_NESTING_DEPTH,
@@ -30,7 +30,7 @@ from hetero_constructs.core.fieldcheck import (
     as_tuple,
     is_integer,
 )
-from hetero_constructs.core.spec import (
+from hetero_constructs.spec.training import (
     DistributedTraining,
     Framework,
     InstanceFallback,
@@ -42,7 +42,7 @@ from hetero_constructs.core.spec import (
     TrainingChannel,
     TrainingSpec,
 )
-from hetero_constructs.core.violations import (
+from hetero_constructs.spec.violations import (
     SpecValidationError,
     Violation,
     did_you_mean,
@@ -771,7 +771,7 @@ def _parse_json(text: str, where: str) -> Any:
 def _parse_yaml(text: str, where: str) -> Any:
     import yaml  # only YAML files need it; the submit Lambda reads no files
 
-    from hetero_constructs.core.spec_yaml import YamlLimitError, load
+    from hetero_constructs.spec.file.safe_yaml import YamlLimitError, load
 
     try:
         return load(text)

@@ -23,14 +23,14 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, ScalarNode
 from yaml.resolver import Resolver
 
-from hetero_constructs.core.fieldcheck import (
+from hetero_constructs.spec.fields import (
     DEPTH_RULE,
     MAX_INTEGER_LITERAL,
     MAX_NESTING_DEPTH,
     KeyedTwice,
     OversizedInteger,
 )
-from hetero_constructs.core.spec_file import MAX_YAML_NODES, YAML_SIZE_RULE
+from hetero_constructs.spec.file.reader import MAX_YAML_NODES, YAML_SIZE_RULE
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 

@@ -9,13 +9,8 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from hetero_constructs.core import service_model
-from hetero_constructs.core.context import RuleContext
-from hetero_constructs.core.fieldcheck import is_integer
-from hetero_constructs.core.request import hyperparameters as hp
-from hetero_constructs.core.request.builder import request_of
-from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.rules.helpers import (
+from hetero_constructs.checks.base import Finding, rule
+from hetero_constructs.checks.helpers import (
     S3_URI,
     channel_path,
     count_finding,
@@ -26,6 +21,11 @@ from hetero_constructs.core.rules.helpers import (
     one_of,
     string_finding,
 )
+from hetero_constructs.request import hyperparameters as hp
+from hetero_constructs.request.builder import request_of
+from hetero_constructs.request.context import RuleContext
+from hetero_constructs.service import model as service_model
+from hetero_constructs.spec.fields import is_integer
 
 _MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
 # Documented, not in the model: "maximum 28 days" (StoppingCondition docs).

@@ -6,11 +6,11 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from hetero_constructs.core import catalog
-from hetero_constructs.core.context import MODEL_PARALLEL, RuleContext
-from hetero_constructs.core.fieldcheck import is_integer
-from hetero_constructs.core.rules.base import Finding, rule
-from hetero_constructs.core.spec import Framework, Launcher
+from hetero_constructs.checks.base import Finding, rule
+from hetero_constructs.request.context import MODEL_PARALLEL, RuleContext
+from hetero_constructs.service import catalog
+from hetero_constructs.spec.fields import is_integer
+from hetero_constructs.spec.training import Framework, Launcher
 
 _SDK_FW = "SageMaker Python SDK v2 src/sagemaker/fw_utils.py"
 _PYTORCH_ONLY = frozenset({Launcher.TORCH_DISTRIBUTED, Launcher.PYTORCH_DDP, Launcher.PYTORCH_XLA})

@@ -1,0 +1,8 @@
+"""Launcher rules: which launcher runs where, on which framework, version and instance type.
+
+Importing the topic registers its rules, in catalogue order.
+"""
+
+from hetero_constructs.checks.rules.launchers import distribution
+
+__all__ = ["distribution"]
