@@ -14,23 +14,18 @@ from typing import TYPE_CHECKING, Any
 # Public name -> the module that defines it, or ``module:name`` when it is defined as another.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        (
-            "DistributedTraining",
-            "Framework",
-            "InstanceFallback",
-            "InstanceGroup",
-            "Launcher",
-            "LauncherConfig",
-            "MetricDefinition",
-            "SmddpCollective",
-            "TrainingChannel",
-            "TrainingSpec",
-        ),
-        "hetero_constructs.spec.training",
+        ("Framework", "MetricDefinition", "TrainingSpec"), "hetero_constructs.spec.training"
+    ),
+    **dict.fromkeys(
+        ("InstanceFallback", "InstanceGroup", "TrainingChannel"), "hetero_constructs.spec.cluster"
+    ),
+    **dict.fromkeys(
+        ("DistributedTraining", "Launcher", "LauncherConfig", "SmddpCollective"),
+        "hetero_constructs.spec.distribution",
     ),
     "SpecValidationError": "hetero_constructs.spec.violations",
     "Violation": "hetero_constructs.spec.violations",
-    "distribution_from_sdk_dict": "hetero_constructs.spec.file.reader",
+    "distribution_from_sdk_dict": "hetero_constructs.spec.file.distribution",
     "load_spec_file": "hetero_constructs.spec.file.reader",
     "read_spec_file": "hetero_constructs.spec.file.reader",
     "spec_from_dict": "hetero_constructs.spec.file.reader",
@@ -76,21 +71,21 @@ if TYPE_CHECKING:
     from hetero_constructs.runtime import Role as Role
     from hetero_constructs.runtime import TrainingEnvironment as TrainingEnvironment
     from hetero_constructs.runtime import TrainingEnvironmentError as TrainingEnvironmentError
-    from hetero_constructs.spec.file.reader import (
+    from hetero_constructs.spec.cluster import InstanceFallback as InstanceFallback
+    from hetero_constructs.spec.cluster import InstanceGroup as InstanceGroup
+    from hetero_constructs.spec.cluster import TrainingChannel as TrainingChannel
+    from hetero_constructs.spec.distribution import DistributedTraining as DistributedTraining
+    from hetero_constructs.spec.distribution import Launcher as Launcher
+    from hetero_constructs.spec.distribution import LauncherConfig as LauncherConfig
+    from hetero_constructs.spec.distribution import SmddpCollective as SmddpCollective
+    from hetero_constructs.spec.file.distribution import (
         distribution_from_sdk_dict as distribution_from_sdk_dict,
     )
     from hetero_constructs.spec.file.reader import load_spec_file as load_spec_file
     from hetero_constructs.spec.file.reader import read_spec_file as read_spec_file
     from hetero_constructs.spec.file.reader import spec_from_dict as spec_from_dict
-    from hetero_constructs.spec.training import DistributedTraining as DistributedTraining
     from hetero_constructs.spec.training import Framework as Framework
-    from hetero_constructs.spec.training import InstanceFallback as InstanceFallback
-    from hetero_constructs.spec.training import InstanceGroup as InstanceGroup
-    from hetero_constructs.spec.training import Launcher as Launcher
-    from hetero_constructs.spec.training import LauncherConfig as LauncherConfig
     from hetero_constructs.spec.training import MetricDefinition as MetricDefinition
-    from hetero_constructs.spec.training import SmddpCollective as SmddpCollective
-    from hetero_constructs.spec.training import TrainingChannel as TrainingChannel
     from hetero_constructs.spec.training import TrainingSpec as TrainingSpec
     from hetero_constructs.spec.violations import SpecValidationError as SpecValidationError
     from hetero_constructs.spec.violations import Violation as Violation

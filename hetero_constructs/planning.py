@@ -9,7 +9,8 @@ from hetero_constructs.checks.registry import run_rules
 from hetero_constructs.request.builder import request_of
 from hetero_constructs.request.context import Deployment, RuleContext, TokenPredicate, never_a_token
 from hetero_constructs.spec import variants
-from hetero_constructs.spec.training import SmddpCollective, TrainingSpec
+from hetero_constructs.spec.distribution import SmddpCollective
+from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 

@@ -11,7 +11,7 @@ import sys
 from hetero_constructs.checks.construct_rules import CONSTRUCT_RULES
 from hetero_constructs.checks.registry import RULES, TOPICS
 from hetero_constructs.run.overrides import OVERRIDE_RULES
-from hetero_constructs.spec.file.reader import SPEC_FILE_RULES
+from hetero_constructs.spec.file.rules import SPEC_FILE_RULES
 
 _HEADER = """# Rule catalogue
 

@@ -195,7 +195,7 @@ def rules(json_flag: bool) -> int:
     from hetero_constructs.checks.docs import render
     from hetero_constructs.checks.registry import RULES
     from hetero_constructs.run.overrides import OVERRIDE_RULES
-    from hetero_constructs.spec.file.reader import SPEC_FILE_RULES
+    from hetero_constructs.spec.file.rules import SPEC_FILE_RULES
 
     out = _output(json_flag)
     if not json_flag:

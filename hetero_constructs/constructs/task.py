@@ -52,7 +52,8 @@ from hetero_constructs.run import lifecycle
 from hetero_constructs.run.naming import sanitize_name
 from hetero_constructs.service import catalog
 from hetero_constructs.spec import variants
-from hetero_constructs.spec.file.reader import read_spec_file, spec_to_dict
+from hetero_constructs.spec.file.reader import read_spec_file
+from hetero_constructs.spec.file.writer import spec_to_dict
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError, Violation, did_you_mean
 

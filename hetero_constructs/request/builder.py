@@ -12,7 +12,8 @@ from hetero_constructs.request import hyperparameters as hp
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.request.image_uri import image_repository, training_image
 from hetero_constructs.service import catalog
-from hetero_constructs.spec.training import Launcher, SmddpCollective, TrainingChannel
+from hetero_constructs.spec.cluster import TrainingChannel
+from hetero_constructs.spec.distribution import Launcher, SmddpCollective
 
 SMDDP_ALLGATHER_ENV = "SMDATAPARALLEL_OPTIMIZE_SDP"
 IMAGE_PLACEHOLDER = "IMAGE-URI-UNRESOLVED"

@@ -9,14 +9,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, NamedTuple, TypeVar, overload
 
 from hetero_constructs.service import catalog
+from hetero_constructs.spec.cluster import InstanceGroup
+from hetero_constructs.spec.distribution import Launcher, LauncherConfig, SmddpCollective
 from hetero_constructs.spec.source_tree import directory_identity, settled
-from hetero_constructs.spec.training import (
-    InstanceGroup,
-    Launcher,
-    LauncherConfig,
-    SmddpCollective,
-    TrainingSpec,
-)
+from hetero_constructs.spec.training import TrainingSpec
 
 TokenPredicate = Callable[[Any], bool]
 _T = TypeVar("_T")

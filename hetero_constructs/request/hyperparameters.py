@@ -13,7 +13,8 @@ from json.encoder import encode_basestring_ascii
 from typing import Any
 
 from hetero_constructs.request.context import RuleContext
-from hetero_constructs.spec.training import Framework, Launcher
+from hetero_constructs.spec.distribution import Launcher
+from hetero_constructs.spec.training import Framework
 
 CODE_CHANNEL = "code"
 CONTAINER_CODE_PATH = "/opt/ml/input/data/code/sourcedir.tar.gz"

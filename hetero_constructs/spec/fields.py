@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any, ParamSpec, TypeVar
 
 from hetero_constructs.spec.violations import (
@@ -344,3 +345,7 @@ def _argument_violations(
             "pass the arguments by name",
         )
     ]
+
+
+def frozen_mapping(value: Any) -> Any:
+    return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from hetero_constructs.spec.training import InstanceFallback, InstanceGroup, TrainingSpec
+from hetero_constructs.spec.cluster import InstanceFallback, InstanceGroup
+from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import Violation
 
 

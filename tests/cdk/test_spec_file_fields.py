@@ -27,18 +27,12 @@ import pytest
 from hetero_constructs import HeterogeneousTrainingJob, SpecValidationError
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.cluster import InstanceFallback, InstanceGroup, TrainingChannel
+from hetero_constructs.spec.distribution import DistributedTraining, Launcher, LauncherConfig
+from hetero_constructs.spec.file import distribution as file_distribution
 from hetero_constructs.spec.file import reader as spec_file
 from hetero_constructs.spec.file.reader import spec_from_dict
-from hetero_constructs.spec.training import (
-    DistributedTraining,
-    InstanceFallback,
-    InstanceGroup,
-    Launcher,
-    LauncherConfig,
-    MetricDefinition,
-    TrainingChannel,
-    TrainingSpec,
-)
+from hetero_constructs.spec.training import MetricDefinition, TrainingSpec
 from tests.cdk.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]
@@ -55,6 +49,15 @@ HOMOGENEOUS = {
 }
 PYTORCH_22 = {"framework_version": "2.2.0", "py_version": "py310"}
 ACK_REASON = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
+
+
+# The reader's key sets, over the modules that read the file's mappings.
+KEY_SETS: dict[str, frozenset[str]] = {
+    name: value
+    for module in (spec_file, file_distribution)
+    for name, value in vars(module).items()
+    if name.endswith("_KEYS") and isinstance(value, frozenset)
+}
 
 
 @dataclass
@@ -879,17 +882,11 @@ def _keys(data: Any) -> set[str]:
 
 def test_every_nested_spec_file_key_is_classified() -> None:
     """A key the reader accepts inside a spec file's mappings needs a case: honoured or refused."""
-    key_sets = {
-        name
-        for name, value in vars(spec_file).items()
-        if name.endswith("_KEYS") and isinstance(value, frozenset)
-    }
+    key_sets = set(KEY_SETS)
     # Every key set of the reader is placed in the file (a new nested mapping needs a place).
     assert set(NESTED_MAPPINGS.values()) == key_sets
     nested_keys = {
-        f"{where}.{key}"
-        for where, name in NESTED_MAPPINGS.items()
-        for key in getattr(spec_file, name)
+        f"{where}.{key}" for where, name in NESTED_MAPPINGS.items() for key in KEY_SETS[name]
     }
     assert set(NESTED_CASES) == nested_keys
 
@@ -898,18 +895,18 @@ def test_every_nested_spec_file_key_is_classified() -> None:
 
     # The key sets and the dataclasses the reader builds from them agree, so a new field of a
     # dataclass is a new key here too.
-    assert names(InstanceGroup) == spec_file._GROUP_KEYS
-    assert names(InstanceFallback) == spec_file._FALLBACK_KEYS
+    assert names(InstanceGroup) == KEY_SETS["_GROUP_KEYS"]
+    assert names(InstanceFallback) == KEY_SETS["_FALLBACK_KEYS"]
     # A channel's name is its key in `channels`; `s3_data` is the SDK's name for `s3_uri`.
-    assert names(TrainingChannel) - {"name"} == spec_file._CHANNEL_KEYS - {"s3_data"}
+    assert names(TrainingChannel) - {"name"} == KEY_SETS["_CHANNEL_KEYS"] - {"s3_data"}
     # A launcher's kind is the key its options sit under; `enabled` says whether it runs.
-    assert names(LauncherConfig) - {"kind"} == spec_file._LAUNCHER_KEYS - {"enabled"}
-    assert {k.value.partition(".")[0] for k in Launcher} | {
-        "instance_groups"
-    } == spec_file._DISTRIBUTION_KEYS
+    assert names(LauncherConfig) - {"kind"} == KEY_SETS["_LAUNCHER_KEYS"] - {"enabled"}
+    assert {k.value.partition(".")[0] for k in Launcher} | {"instance_groups"} == KEY_SETS[
+        "_DISTRIBUTION_KEYS"
+    ]
     assert {k.value.partition(".")[2] for k in Launcher if "." in k.value} | {
         "modelparallel"
-    } == spec_file._SMDISTRIBUTED_KEYS
+    } == KEY_SETS["_SMDISTRIBUTED_KEYS"]
     # launchers: the launcher keys; instance_groups: distribution.instance_groups;
     # model_parallel_parameters: ...modelparallel.parameters; smddp_collectives: the top-level
     # smddp_collective (a case of test_a_spec_file_field_reaches_the_template_or_is_a_violation).
@@ -919,7 +916,7 @@ def test_every_nested_spec_file_key_is_classified() -> None:
         "model_parallel_parameters",
         "smddp_collectives",
     }
-    assert names(MetricDefinition) == {key.lower() for key in spec_file._METRIC_KEYS}
+    assert names(MetricDefinition) == {key.lower() for key in KEY_SETS["_METRIC_KEYS"]}
 
 
 @pytest.mark.parametrize("name", sorted(NESTED_CASES))

@@ -8,13 +8,11 @@ import pytest
 
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
-from hetero_constructs.spec.file.reader import read_spec, spec_from_dict, spec_to_dict
-from hetero_constructs.spec.training import (
-    DistributedTraining,
-    InstanceFallback,
-    InstanceGroup,
-    TrainingSpec,
-)
+from hetero_constructs.spec.cluster import InstanceFallback, InstanceGroup
+from hetero_constructs.spec.distribution import DistributedTraining
+from hetero_constructs.spec.file.reader import read_spec, spec_from_dict
+from hetero_constructs.spec.file.writer import spec_to_dict
+from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.variants import instance_types, variant, variant_count
 from hetero_constructs.spec.violations import SpecValidationError
 

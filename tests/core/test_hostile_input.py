@@ -20,22 +20,17 @@ import pytest
 import yaml
 
 from hetero_constructs.planning import plan
-from hetero_constructs.spec.fields import MAX_NESTING_DEPTH
-from hetero_constructs.spec.file.reader import (
-    MAX_SPEC_FILE_BYTES,
-    MAX_YAML_NODES,
-    read_spec,
-    read_spec_file,
-)
-from hetero_constructs.spec.training import (
+from hetero_constructs.spec.cluster import InstanceGroup, TrainingChannel
+from hetero_constructs.spec.distribution import (
     DistributedTraining,
-    InstanceGroup,
     Launcher,
     LauncherConfig,
     SmddpCollective,
-    TrainingChannel,
-    TrainingSpec,
 )
+from hetero_constructs.spec.fields import MAX_NESTING_DEPTH
+from hetero_constructs.spec.file.reader import read_spec, read_spec_file
+from hetero_constructs.spec.file.rules import MAX_SPEC_FILE_BYTES, MAX_YAML_NODES
+from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError, Violation, render_value
 from tests.blocking import finishes
 from tests.core.specs import BASE, spec_dict, violations_of

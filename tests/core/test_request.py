@@ -10,13 +10,10 @@ import pytest
 from hetero_constructs.planning import build_request
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.service.model import botocore_validation_errors
+from hetero_constructs.spec.cluster import InstanceGroup, TrainingChannel
+from hetero_constructs.spec.distribution import DistributedTraining
 from hetero_constructs.spec.file.reader import spec_from_dict
-from hetero_constructs.spec.training import (
-    DistributedTraining,
-    InstanceGroup,
-    TrainingChannel,
-    TrainingSpec,
-)
+from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError
 from tests.core.specs import HOMOGENEOUS, ROLE, spec_dict, with_gpu_group
 

@@ -8,19 +8,11 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.spec.file.reader import (
-    distribution_from_sdk_dict,
-    load_spec_file,
-    read_spec,
-    spec_from_dict,
-)
-from hetero_constructs.spec.training import (
-    DistributedTraining,
-    InstanceGroup,
-    Launcher,
-    SmddpCollective,
-    TrainingSpec,
-)
+from hetero_constructs.spec.cluster import InstanceGroup
+from hetero_constructs.spec.distribution import DistributedTraining, Launcher, SmddpCollective
+from hetero_constructs.spec.file.distribution import distribution_from_sdk_dict
+from hetero_constructs.spec.file.reader import load_spec_file, read_spec, spec_from_dict
+from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError
 from tests.core.specs import BASE, spec_dict, violations_of
 
@@ -243,7 +235,7 @@ def test_specs_are_immutable() -> None:
 
 
 def test_spec_to_dict_round_trips() -> None:
-    from hetero_constructs.spec.file.reader import spec_to_dict
+    from hetero_constructs.spec.file.writer import spec_to_dict
 
     full = spec_dict(
         {

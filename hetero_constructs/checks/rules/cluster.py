@@ -10,8 +10,8 @@ from hetero_constructs.checks.base import Finding, rule
 from hetero_constructs.checks.helpers import channel_path, count_finding, group_path, misfits_count
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.service import catalog
+from hetero_constructs.spec.distribution import Launcher
 from hetero_constructs.spec.fields import is_integer
-from hetero_constructs.spec.training import Launcher
 
 _SEED = "Seed 002 (train with a heterogeneous cluster)"
 _GROUPS_PATH = "ResourceConfig.InstanceGroups"

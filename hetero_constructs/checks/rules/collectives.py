@@ -8,7 +8,7 @@ from hetero_constructs.checks.base import Finding, rule
 from hetero_constructs.request.builder import SMDDP_ALLGATHER_ENV
 from hetero_constructs.request.context import SMDDP_COLLECTIVE, RuleContext
 from hetero_constructs.service import catalog
-from hetero_constructs.spec.training import Launcher, SmddpCollective
+from hetero_constructs.spec.distribution import Launcher, SmddpCollective
 
 _SEED = "Seed 000 (SMDDP collectives and launcher options)"
 

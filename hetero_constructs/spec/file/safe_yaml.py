@@ -30,7 +30,7 @@ from hetero_constructs.spec.fields import (
     KeyedTwice,
     OversizedInteger,
 )
-from hetero_constructs.spec.file.reader import MAX_YAML_NODES, YAML_SIZE_RULE
+from hetero_constructs.spec.file.rules import MAX_YAML_NODES, YAML_SIZE_RULE
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 

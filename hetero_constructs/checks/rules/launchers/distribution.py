@@ -9,8 +9,9 @@ from typing import Any
 from hetero_constructs.checks.base import Finding, rule
 from hetero_constructs.request.context import MODEL_PARALLEL, RuleContext
 from hetero_constructs.service import catalog
+from hetero_constructs.spec.distribution import Launcher
 from hetero_constructs.spec.fields import is_integer
-from hetero_constructs.spec.training import Framework, Launcher
+from hetero_constructs.spec.training import Framework
 
 _SDK_FW = "SageMaker Python SDK v2 src/sagemaker/fw_utils.py"
 _PYTORCH_ONLY = frozenset({Launcher.TORCH_DISTRIBUTED, Launcher.PYTORCH_DDP, Launcher.PYTORCH_XLA})
