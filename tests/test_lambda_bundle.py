@@ -32,7 +32,7 @@ from hetero_constructs.constructs.lambda_bundle import (
     zip_bytes,
 )
 from hetero_constructs.service import model as service_model
-from hetero_constructs.service.model import UNCHECKED_PATTERNS, translate_pattern
+from hetero_constructs.service.patterns import UNCHECKED_PATTERNS, translate_pattern
 from tests.core.specs import spec_dict
 from tests.core.test_rules import CASES, _materialize
 

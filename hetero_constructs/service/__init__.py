@@ -1,6 +1,8 @@
 """What SageMaker accepts and offers, read, never copied by hand.
 
-``model``: botocore's SageMaker service model (enums, limits, patterns, the whole-request
-validator); ``catalog``: facts about frameworks, containers and instance types the model does not
-carry, each with its source.
+``model``: botocore's SageMaker service model (shapes, bounds, enums, instance types);
+``patterns``: the model's Java patterns for Python's ``re``; ``request_validator``: every
+constraint a whole request breaks (``_clean_check``: the generated fast path for clean
+requests); ``catalog``: facts about frameworks, containers and instance types the model does
+not carry, each with its source.
 """

@@ -1,7 +1,7 @@
 """Facts about frameworks, containers and instance types that botocore's model does not carry.
 
 Every table names its source. The API's own enums and limits are *not* here: they are read
-from botocore's service model in ``core.service_model``.
+from botocore's service model in ``service.model``.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.cli import main, timestamped_job_name
-from hetero_constructs.service.model import botocore_validation_errors
+from hetero_constructs.service.request_validator import botocore_validation_errors
 from tests.core.specs import spec_dict
 
 REPO = Path(__file__).parents[2]

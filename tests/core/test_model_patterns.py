@@ -17,12 +17,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hetero_constructs.service import model as service_model
-from hetero_constructs.service.model import (
+from hetero_constructs.service import request_validator
+from hetero_constructs.service.model import input_shape
+from hetero_constructs.service.patterns import (
     JAVA_CLASSES,
     UNCHECKED_PATTERNS,
     UntranslatablePattern,
     compile_pattern,
-    input_shape,
     translate_pattern,
 )
 
@@ -219,11 +220,11 @@ def test_credentials_provider_arn_gets_a_verdict() -> None:
         re.compile(shape.metadata["pattern"])
 
     good = "arn:aws:lambda:us-west-2:111122223333:function:credentials"
-    verdict = service_model.validate_request(_request_with_credentials_arn(good))
+    verdict = request_validator.validate_request(_request_with_credentials_arn(good))
     assert verdict.problems == [] and verdict.botocore_report is None
 
     bad = "arn:aws_cn:lambda:us-west-2:111122223333:function:credentials"
-    verdict = service_model.validate_request(_request_with_credentials_arn(bad))
+    verdict = request_validator.validate_request(_request_with_credentials_arn(bad))
     assert [(p.path, p.problem) for p in verdict.problems] == [
         (".".join(CREDENTIALS_ARN), "does not match the API pattern")
     ]

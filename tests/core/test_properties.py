@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
-from hetero_constructs.service import catalog
+from hetero_constructs.service import catalog, request_validator
 from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.violations import SpecValidationError, Violation
@@ -214,8 +214,8 @@ def test_accepted_specs_give_requests_botocore_validates(data: dict[str, Any]) -
         assert all(isinstance(v, Violation) and v.rule and v.message for v in violations)
         return
     assert request is not None
-    assert service_model.botocore_validation_errors(request) is None
-    assert service_model.check_request(request) == []
+    assert request_validator.botocore_validation_errors(request) is None
+    assert request_validator.check_request(request) == []
     # Invariants stated independently of the rules' code.
     assert JOB_NAME.fullmatch(request["TrainingJobName"])
     resources = request["ResourceConfig"]

@@ -9,7 +9,7 @@ import pytest
 
 from hetero_constructs.planning import build_request
 from hetero_constructs.request.context import Deployment
-from hetero_constructs.service.model import botocore_validation_errors
+from hetero_constructs.service.request_validator import botocore_validation_errors
 from hetero_constructs.spec.cluster import InstanceGroup, TrainingChannel
 from hetero_constructs.spec.distribution import DistributedTraining
 from hetero_constructs.spec.file.reader import spec_from_dict

@@ -18,8 +18,11 @@ from botocore.validate import ParamValidator
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.service import model as service_model
-from hetero_constructs.service.model import ShapeProblem, compile_pattern, input_shape
+from hetero_constructs.service import _clean_check, request_validator
+from hetero_constructs.service._clean_check import clean_check
+from hetero_constructs.service.model import input_shape
+from hetero_constructs.service.patterns import compile_pattern
+from hetero_constructs.service.request_validator import ShapeProblem
 
 MAX_DEPTH = 4
 
@@ -213,11 +216,11 @@ SETTINGS = settings(
 @given(requests())
 def test_validator_agrees_with_param_validator_and_the_former_walk(request: Any) -> None:
     problems, report = reference(request)
-    verdict = service_model.validate_request(request)
+    verdict = request_validator.validate_request(request)
     assert verdict.problems == problems
     assert verdict.botocore_report == report
-    assert service_model.check_request(request) == problems
-    assert service_model.botocore_validation_errors(request) == report
+    assert request_validator.check_request(request) == problems
+    assert request_validator.botocore_validation_errors(request) == report
 
 
 # -- The clean check: only requests without a problem pass it ---------------------------------
@@ -263,9 +266,9 @@ def requests_with_one_wild_value(draw: st.DrawFn) -> Any:
 @given(requests_with_one_wild_value())
 def test_clean_check_passes_no_request_with_a_problem(request: Any) -> None:
     problems, report = reference(request)
-    if service_model._clean_check()(request):
+    if clean_check()(request):
         assert (problems, report) == ([], None)
-    assert service_model.validate_request(request) == (problems, report)
+    assert request_validator.validate_request(request) == (problems, report)
 
 
 def _reachable_shapes() -> list[Shape]:
@@ -288,7 +291,7 @@ def _reachable_shapes() -> list[Shape]:
 
 def _clean_check_of(shape: Shape) -> Any:
     """The clean check the generated structure functions inline for ``shape``, as a function."""
-    writer = service_model._CleanCheckWriter()
+    writer = _clean_check._CleanCheckWriter()
     if isinstance(shape, StructureShape):
         return writer.compiled(shape)
     lines = ["def check(value):", *writer._value(shape, "value", "    ", 1), "    return True"]
@@ -323,7 +326,7 @@ def _edge_values(shape: Shape, depth: int = 0) -> list[Any]:
 def _is_clean(shape: Shape, value: Any) -> bool:
     """The one-pass validator finds no problem and flags nothing."""
     problems: list[ShapeProblem] = []
-    flags = service_model._ValidatorBuilder().build(shape)(value, None, problems)
+    flags = request_validator._ValidatorBuilder().build(shape)(value, None, problems)
     return not flags and not problems
 
 

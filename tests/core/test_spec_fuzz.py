@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hetero_constructs.planning import plan
-from hetero_constructs.service import model as service_model
+from hetero_constructs.service import request_validator
 from hetero_constructs.spec.file.reader import read_spec_file
 from hetero_constructs.spec.violations import SpecValidationError, Violation
 from tests.core.specs import BASE, HOMOGENEOUS, spec_dict
@@ -227,8 +227,8 @@ def test_mutated_spec_files_give_violations_or_a_valid_request(
             str(violation).encode("utf-8")  # printable, whatever the input held
         return
     assert request is not None
-    assert service_model.botocore_validation_errors(request) is None
-    assert service_model.check_request(request) == []
+    assert request_validator.botocore_validation_errors(request) is None
+    assert request_validator.check_request(request) == []
 
 
 def test_the_fuzzer_reaches_both_outcomes(folder: Path) -> None:

@@ -25,6 +25,7 @@ from hetero_constructs.request import hyperparameters as hp
 from hetero_constructs.request.builder import request_of
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.service import model as service_model
+from hetero_constructs.service.request_validator import validate_request
 from hetero_constructs.spec.fields import is_integer
 
 _MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
@@ -506,7 +507,7 @@ def whole_request(context: RuleContext) -> Iterator[Finding]:
     Values that are CDK tokens are skipped; they are checked when the stack deploys.
     """
     request = request_of(context)
-    verdict = service_model.validate_request(request)
+    verdict = validate_request(request)
     for problem in verdict.problems:
         if context.is_token(problem.value) or _mentions_token(context, problem.value):
             continue
