@@ -13,6 +13,9 @@ from hetero_constructs.checks.base import Finding
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.service import model as service_model
 
+# The source of every rule that reads a limit of the API from botocore's model.
+MODEL_SOURCE = "botocore data/sagemaker/2017-07-24/service-2.json"
+
 
 def one_of(values: Iterable[str]) -> str:
     listed = sorted(values)

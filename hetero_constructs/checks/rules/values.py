@@ -7,13 +7,12 @@ from functools import cache
 from typing import Any
 
 from hetero_constructs.checks.base import Finding, rule
-from hetero_constructs.checks.helpers import channel_path
+from hetero_constructs.checks.helpers import MODEL_SOURCE, channel_path
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.fields import is_integer
 from hetero_constructs.spec.s3_uri import BUCKET_NAME_RULES, bucket_name_problem, bucket_of
 
-_MODEL = "botocore data/sagemaker/2017-07-24/service-2.json"
 # Smithy's integer types, as botocore's model names them.
 _INTEGER_RANGES = {"integer": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 
@@ -79,7 +78,7 @@ _INTEGER_FIELDS = (
 
 @rule(
     "API-INT-RANGE",
-    source=f"{_MODEL} (integer members are 32-bit, long members 64-bit); botocore does not "
+    source=f"{MODEL_SOURCE} (integer members are 32-bit, long members 64-bit); botocore does not "
     "check it",
     example="volume_size: 100, instance_count: 2",
 )

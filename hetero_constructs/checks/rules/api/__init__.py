@@ -5,6 +5,6 @@ rules a job name ``bad_name`` or six instance groups would reach the service. Im
 topic registers its rules, in catalogue order.
 """
 
-from hetero_constructs.checks.rules.api import job_inputs
+from hetero_constructs.checks.rules.api import job_inputs, job_settings
 
-__all__ = ["job_inputs"]
+__all__ = ["job_inputs", "job_settings"]

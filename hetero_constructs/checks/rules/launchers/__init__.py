@@ -3,6 +3,6 @@
 Importing the topic registers its rules, in catalogue order.
 """
 
-from hetero_constructs.checks.rules.launchers import distribution
+from hetero_constructs.checks.rules.launchers import distribution, specialised
 
-__all__ = ["distribution"]
+__all__ = ["distribution", "specialised"]
