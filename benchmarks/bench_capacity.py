@@ -1,7 +1,7 @@
 """Capacity: how many training jobs fit in one stack within AWS's quotas, and which quota binds.
 
 For two kinds of job, N copies in one stack are synthesized and the template is measured with
-the deployability quotas (``hetero_constructs.deployability.quota``, the pure measurements;
+the deployability quotas (``hetero_constructs.deployability.catalogue``, the pure measurements;
 the synth runs with the checks turned off so that stacks beyond a quota still synthesize). The
 largest N with no quota exceeded is found by doubling N, then bisecting:
 
@@ -49,13 +49,10 @@ from hetero_constructs import (  # noqa: E402
     TrainingChannel,
     TrainingSpec,
 )
+from hetero_constructs.deployability.catalogue import measure_template  # noqa: E402
+from hetero_constructs.deployability.deploy_time import KnownValues  # noqa: E402
 from hetero_constructs.deployability.plugin import DISABLE_CONTEXT_KEY  # noqa: E402
-from hetero_constructs.deployability.quota import (  # noqa: E402
-    Measurement,
-    StackTemplate,
-    measure_template,
-)
-from hetero_constructs.deployability.worst_case import KnownValues  # noqa: E402
+from hetero_constructs.deployability.quota import Measurement, StackTemplate  # noqa: E402
 
 # The job of the synth benchmark, its code and environment (a sibling script, not a package).
 _SYNTH_BENCHMARK = importlib.import_module("bench_synth")

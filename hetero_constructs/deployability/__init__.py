@@ -1,6 +1,13 @@
 """Deployability: what a synthesized template must fit to deploy, checked at synth.
 
 ``worst_case``: values CloudFormation resolves only at deploy time, sized worst-case; ``quota``:
-the AWS quotas measured on a template (no CDK import); ``plugin``: the quotas as a CDK
+the mechanism (limits, the template as quotas read it, the registry); ``size_quotas`` and
+``name_quotas``: the quotas; ``catalogue``: every quota measured on templates, and
+``docs/deployability.md`` (no CDK import up to here); ``plugin``: the quotas as a CDK
 policy-validation plugin (``enable_deployability_checks``).
 """
+
+from hetero_constructs.jsii_node import use_wheel_node
+
+# Before the plugin imports aws_cdk: jsii reads JSII_NODE when it starts its Node process.
+use_wheel_node()

@@ -23,13 +23,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.jsii_node import use_wheel_node
-
-# Before aws_cdk is imported: jsii reads JSII_NODE when it starts its Node process.
-use_wheel_node()
-
-import jsii  # noqa: E402
-from aws_cdk import (  # noqa: E402
+import jsii
+from aws_cdk import (
     IPolicyValidationContext,
     IPolicyValidationPlugin,
     PolicyValidationPluginReport,
@@ -37,17 +32,11 @@ from aws_cdk import (  # noqa: E402
     PolicyViolation,
     Validations,
 )
-from constructs import IConstruct  # noqa: E402
+from constructs import IConstruct
 
-from hetero_constructs.deployability.quota import (  # noqa: E402
-    DEFAULT_LIMITS,
-    QUOTAS,
-    Limits,
-    Measurement,
-    StackTemplate,
-    check_template,
-)
-from hetero_constructs.deployability.worst_case import KnownValues  # noqa: E402
+from hetero_constructs.deployability.catalogue import DEFAULT_LIMITS, QUOTAS, check_template
+from hetero_constructs.deployability.deploy_time import KnownValues
+from hetero_constructs.deployability.quota import Limits, Measurement, StackTemplate
 
 PLUGIN_NAME = "hetero-constructs-deployability"
 DISABLE_CONTEXT_KEY = "hetero-constructs:deployabilityChecks"
@@ -81,7 +70,7 @@ def _is_off(app: IConstruct) -> bool:
 
 @jsii.implements(IPolicyValidationPlugin)
 class DeployabilityChecks:
-    """The AWS quotas of ``deployability.quota``, checked on every synthesized template.
+    """The AWS quotas of ``deployability.catalogue``, checked on every synthesized template.
 
     Register it with ``enable_deployability_checks`` (once per app), or yourself with
     ``Validations.of(stage).add_plugins(DeployabilityChecks())`` for one stage's stacks.

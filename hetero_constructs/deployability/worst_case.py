@@ -14,7 +14,8 @@ replaced by a string at least as long as anything it can deploy to:
   built from its name; a literal name property is used as it is; a name CloudFormation
   generates (``{stack}-{logical id}-{13 characters}``, cut to the type's name limit) is sized
   by that form; ARNs are ``arn:{partition}:{service}:{region}:{account}:{resource}`` in the
-  service's own layout (``_KINDS``). Ids (KMS keys, security groups, subnets) have fixed sizes.
+  service's own layout (``deploy_time.RESOURCE_KINDS``). Ids (KMS keys, security groups,
+  subnets) have fixed sizes.
 - a template parameter: its longest ``AllowedValues``, else ``MaxLength``, else its
   ``Default``; ``Fn::FindInMap`` with an unresolved key: the longest value for any key;
   ``Fn::If``: the longer branch; ``Fn::Select`` with an unresolved index: the longest item.
@@ -32,20 +33,23 @@ escapes for.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
 from typing import Any
 
-import botocore.loaders
+from hetero_constructs.deployability.deploy_time import (
+    ACCOUNT_ID_LENGTH,
+    GENERATED_SUFFIX,
+    RESOURCE_KINDS,
+    STACK_NAME_MAX,
+    UNKNOWN_LENGTH,
+    KnownValues,
+    ResourceKind,
+    _regional,
+    partition_facts,
+)
 
-ACCOUNT_ID_LENGTH = 12
-STACK_NAME_MAX = 128  # CloudFormation quotas: "Stack name: 128 characters"
-UNKNOWN_LENGTH = 256
-# CloudFormation's generated physical names end in a random suffix of 12 or 13 characters.
-_GENERATED_SUFFIX = 13
 _SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
 
 
@@ -54,173 +58,6 @@ class _NoValue:
 
 
 NO_VALUE = _NoValue()
-
-
-@dataclass(frozen=True)
-class PartitionFacts:
-    """The longest region, partition and DNS suffix AWS has, from botocore's partition data."""
-
-    longest_region: str
-    longest_partition: str
-    longest_url_suffix: str
-    partitions: tuple[tuple[str, str, re.Pattern[str]], ...]  # (id, dnsSuffix, region regex)
-
-    def partition_of(self, region: str) -> tuple[str, str] | None:
-        """The partition id and DNS suffix of a region, if botocore knows it."""
-        for partition_id, suffix, pattern in self.partitions:
-            if pattern.fullmatch(region):
-                return partition_id, suffix
-        return None
-
-
-@functools.cache
-def botocore_loader() -> botocore.loaders.Loader:
-    """botocore's data files (a loader reads them without the cost of a session)."""
-    return botocore.loaders.create_loader()
-
-
-@functools.cache
-def partition_facts() -> PartitionFacts:
-    data = botocore_loader().load_data("partitions")
-    regions: list[str] = []
-    partitions = []
-    for partition in data["partitions"]:
-        outputs = partition["outputs"]
-        partitions.append(
-            (partition["id"], outputs["dnsSuffix"], re.compile(partition["regionRegex"]))
-        )
-        regions.extend(name for name in partition["regions"] if not name.endswith("-global"))
-    return PartitionFacts(
-        longest_region=max(regions, key=len),
-        longest_partition=max((p[0] for p in partitions), key=len),
-        longest_url_suffix=max((p[1] for p in partitions), key=len),
-        partitions=tuple(partitions),
-    )
-
-
-@dataclass(frozen=True)
-class KnownValues:
-    """Deploy-time values the caller knows; each one left ``None`` is sized worst-case."""
-
-    account: str | None = None
-    region: str | None = None
-    partition: str | None = None
-    url_suffix: str | None = None
-    stack_name: str | None = None
-
-    def completed(self) -> KnownValues:
-        """Partition and DNS suffix filled in from the region, when botocore knows it."""
-        if self.region is None or (self.partition and self.url_suffix):
-            return self
-        found = partition_facts().partition_of(self.region)
-        if found is None:
-            return self
-        partition, suffix = found
-        return replace(
-            self, partition=self.partition or partition, url_suffix=self.url_suffix or suffix
-        )
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """What ``Ref`` and ``Fn::GetAtt`` return for one resource type.
-
-    Templates use ``{partition}``, ``{region}``, ``{account}``, ``{url_suffix}``, ``{path}``,
-    ``{name}`` (the resource's name or id) and ``{arn}``.
-    """
-
-    name_max: int
-    arn: str
-    name_property: str | None = None
-    ref: str = "{name}"
-    attributes: Mapping[str, str] = field(default_factory=dict)
-    generated: bool = True  # False: an id of fixed size, not derived from the stack's name
-
-
-def _regional(service: str, resource: str) -> str:
-    return f"arn:{{partition}}:{service}:{{region}}:{{account}}:{resource}"
-
-
-_KINDS: dict[str, _Kind] = {
-    "AWS::IAM::Role": _Kind(
-        64,
-        "arn:{partition}:iam::{account}:role{path}{name}",
-        "RoleName",
-        attributes={"RoleId": "AROA" + "X" * 17},
-    ),
-    "AWS::IAM::ManagedPolicy": _Kind(
-        128,
-        "arn:{partition}:iam::{account}:policy{path}{name}",
-        "ManagedPolicyName",
-        ref="{arn}",
-        attributes={"PolicyArn": "{arn}"},
-    ),
-    "AWS::IAM::Policy": _Kind(128, "", "PolicyName"),
-    "AWS::IAM::InstanceProfile": _Kind(
-        128, "arn:{partition}:iam::{account}:instance-profile{path}{name}", "InstanceProfileName"
-    ),
-    "AWS::Lambda::Function": _Kind(64, _regional("lambda", "function:{name}"), "FunctionName"),
-    "AWS::StepFunctions::StateMachine": _Kind(
-        80,
-        _regional("states", "stateMachine:{name}"),
-        "StateMachineName",
-        ref="{arn}",
-        attributes={"Name": "{name}"},
-    ),
-    "AWS::Logs::LogGroup": _Kind(512, _regional("logs", "log-group:{name}:*"), "LogGroupName"),
-    "AWS::DynamoDB::Table": _Kind(
-        255,
-        _regional("dynamodb", "table/{name}"),
-        "TableName",
-        attributes={"StreamArn": "{arn}/stream/" + "X" * 23},
-    ),
-    "AWS::S3::Bucket": _Kind(
-        63,
-        "arn:{partition}:s3:::{name}",
-        "BucketName",
-        attributes={
-            "DomainName": "{name}.s3.{url_suffix}",
-            "RegionalDomainName": "{name}.s3.{region}.{url_suffix}",
-        },
-    ),
-    "AWS::SNS::Topic": _Kind(
-        256,
-        _regional("sns", "{name}"),
-        "TopicName",
-        ref="{arn}",
-        attributes={"TopicArn": "{arn}", "TopicName": "{name}"},
-    ),
-    "AWS::SQS::Queue": _Kind(
-        80,
-        _regional("sqs", "{name}"),
-        "QueueName",
-        ref="https://sqs.{region}.{url_suffix}/{account}/{name}",
-        attributes={
-            "QueueUrl": "https://sqs.{region}.{url_suffix}/{account}/{name}",
-            "QueueName": "{name}",
-        },
-    ),
-    "AWS::KMS::Key": _Kind(
-        36, _regional("kms", "key/{name}"), attributes={"KeyId": "{name}"}, generated=False
-    ),
-    "AWS::Events::Rule": _Kind(64, _regional("events", "rule/{name}"), "Name"),
-    "AWS::CloudWatch::Alarm": _Kind(255, _regional("cloudwatch", "alarm:{name}"), "AlarmName"),
-    "AWS::ECR::Repository": _Kind(
-        256,
-        _regional("ecr", "repository/{name}"),
-        "RepositoryName",
-        attributes={"RepositoryUri": "{account}.dkr.ecr.{region}.{url_suffix}/{name}"},
-    ),
-    "AWS::SecretsManager::Secret": _Kind(
-        512, _regional("secretsmanager", "secret:{name}-XXXXXX"), "Name", ref="{arn}"
-    ),
-    "AWS::SSM::Parameter": _Kind(2048, "", "Name"),
-    "AWS::EC2::SecurityGroup": _Kind(
-        20, "", attributes={"GroupId": "{name}", "VpcId": "v" * 21}, generated=False
-    ),
-    "AWS::EC2::Subnet": _Kind(24, "", attributes={"SubnetId": "{name}"}, generated=False),
-    "AWS::EC2::VPC": _Kind(21, "", attributes={"VpcId": "{name}"}, generated=False),
-}
 
 
 def is_intrinsic(node: Any) -> bool:
@@ -370,7 +207,7 @@ class WorstCase:
         resource = self.resources.get(name)
         if resource is None:
             return self._guess()
-        kind = _KINDS.get(resource.get("Type", ""))
+        kind = RESOURCE_KINDS.get(resource.get("Type", ""))
         if kind is None:
             return self._guess()
         return self._format(kind.ref, resource, name, kind)
@@ -400,7 +237,7 @@ class WorstCase:
         else:
             return self._guess()
         resource = self.resources.get(logical_id)
-        kind = _KINDS.get(resource.get("Type", "")) if isinstance(resource, dict) else None
+        kind = RESOURCE_KINDS.get(resource.get("Type", "")) if isinstance(resource, dict) else None
         if resource is None or kind is None or attribute is None:
             return self._guess()
         if attribute == "Arn" and kind.arn:
@@ -410,7 +247,7 @@ class WorstCase:
             return self._guess()
         return self._format(pattern, resource, logical_id, kind)
 
-    def _name(self, resource: Mapping[str, Any], logical_id: str, kind: _Kind) -> str:
+    def _name(self, resource: Mapping[str, Any], logical_id: str, kind: ResourceKind) -> str:
         """The resource's name (or id): its literal name property, or the longest generated."""
         properties = resource.get("Properties") or {}
         if kind.name_property and kind.name_property in properties:
@@ -423,7 +260,7 @@ class WorstCase:
                 self._resolving.discard(logical_id)
         if not kind.generated:
             return self._estimate("i" * kind.name_max)
-        generated = len(self._stack_name()) + len(logical_id) + 2 + _GENERATED_SUFFIX
+        generated = len(self._stack_name()) + len(logical_id) + 2 + GENERATED_SUFFIX
         return self._estimate("n" * min(kind.name_max, generated))
 
     def _format(
@@ -431,7 +268,7 @@ class WorstCase:
         pattern: str,
         resource: Mapping[str, Any] | None = None,
         logical_id: str = "",
-        kind: _Kind | None = None,
+        kind: ResourceKind | None = None,
         name: str | None = None,
     ) -> str:
         """``pattern`` with its placeholders filled (``{arn}`` first becomes the kind's ARN)."""
@@ -569,14 +406,4 @@ class WorstCase:
         return len(self.items(argument))
 
 
-__all__ = [
-    "ACCOUNT_ID_LENGTH",
-    "NO_VALUE",
-    "STACK_NAME_MAX",
-    "UNKNOWN_LENGTH",
-    "KnownValues",
-    "PartitionFacts",
-    "WorstCase",
-    "is_intrinsic",
-    "partition_facts",
-]
+__all__ = ["NO_VALUE", "WorstCase", "is_intrinsic"]

@@ -18,13 +18,13 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from hetero_constructs.deployability import plugin as deployability
+from hetero_constructs.deployability.catalogue import QUOTAS
 from hetero_constructs.deployability.plugin import (
     DISABLE_CONTEXT_KEY,
     PLUGIN_NAME,
     DeployabilityChecks,
     enable_deployability_checks,
 )
-from hetero_constructs.deployability.quota import QUOTAS
 
 ROOT = Path(__file__).resolve().parents[2]
 CDK_CLI = ROOT / "node_modules" / ".bin" / "cdk"

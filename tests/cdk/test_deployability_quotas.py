@@ -9,17 +9,11 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.deployability import quota as quotas
+from hetero_constructs.deployability import catalogue as quotas
 from hetero_constructs.deployability import worst_case
-from hetero_constructs.deployability.quota import (
-    QUOTAS,
-    Limits,
-    Measurement,
-    StackTemplate,
-    check_template,
-    measure_template,
-)
-from hetero_constructs.deployability.worst_case import KnownValues
+from hetero_constructs.deployability.catalogue import QUOTAS, check_template, measure_template
+from hetero_constructs.deployability.deploy_time import KnownValues
+from hetero_constructs.deployability.quota import Limits, Measurement, StackTemplate
 
 ROLE = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}}}
 
@@ -397,7 +391,7 @@ def test_every_quota_is_documented_with_its_source_and_fix() -> None:
 def test_catalogue_is_current() -> None:
     catalogue = Path(__file__).parents[2] / "docs" / "deployability.md"
     assert catalogue.read_text() == quotas.render(), (
-        "run `python -m hetero_constructs.deployability.quota > docs/deployability.md`"
+        "run `python -m hetero_constructs.deployability.catalogue > docs/deployability.md`"
     )
 
 

@@ -27,13 +27,14 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import cx_api
 
 from hetero_constructs import HeterogeneousTrainingJob
+from hetero_constructs.deployability.catalogue import QUOTAS, measure_template
+from hetero_constructs.deployability.deploy_time import KnownValues
 from hetero_constructs.deployability.plugin import (
     DISABLE_CONTEXT_KEY,
     PLUGIN_NAME,
     enable_deployability_checks,
 )
-from hetero_constructs.deployability.quota import QUOTAS, StackTemplate, measure_template
-from hetero_constructs.deployability.worst_case import KnownValues
+from hetero_constructs.deployability.quota import StackTemplate
 from tests.cdk.test_construct import spec
 from tests.cdk.test_deployability_quotas import document
 

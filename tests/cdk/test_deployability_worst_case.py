@@ -7,13 +7,10 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.deployability.quota import StackTemplate, measure_template
-from hetero_constructs.deployability.worst_case import (
-    UNKNOWN_LENGTH,
-    KnownValues,
-    WorstCase,
-    partition_facts,
-)
+from hetero_constructs.deployability.catalogue import measure_template
+from hetero_constructs.deployability.deploy_time import UNKNOWN_LENGTH, KnownValues, partition_facts
+from hetero_constructs.deployability.quota import StackTemplate
+from hetero_constructs.deployability.worst_case import WorstCase
 from tests.cdk.templates import literal
 from tests.synthesized import Synthesized
 

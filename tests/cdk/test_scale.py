@@ -9,7 +9,8 @@ import aws_cdk as cdk
 import pytest
 
 from hetero_constructs import HeterogeneousTrainingJob, InstanceGroup
-from hetero_constructs.deployability.quota import StackTemplate, measure_template
+from hetero_constructs.deployability.catalogue import measure_template
+from hetero_constructs.deployability.quota import StackTemplate
 from tests.cdk.test_construct import spec
 
 JOBS_PER_STACK = 50
