@@ -41,7 +41,7 @@ from hetero_constructs import (
     bucket_uri,
 )
 from hetero_constructs.constructs.hygiene import depend_on_policy_only
-from hetero_constructs.constructs.runner import RUNTIME
+from hetero_constructs.constructs.runner_resources import RUNTIME
 
 EXAMPLE_CODE = Path(__file__).parent / "examples" / "hetero_training"
 PIPELINE_CODE = Path(__file__).parent / "examples" / "pipeline"

@@ -131,10 +131,10 @@ def test_zipped_package_fits_in_64_kb(package: Path) -> None:
 
 
 def test_runner_ships_this_package_and_points_aws_data_path_at_its_model() -> None:
-    from hetero_constructs.constructs import runner
+    from hetero_constructs.constructs import runner, runner_resources
 
     assert runner.lambda_package is lambda_package
-    assert runner._DATA_PATH == DATA_PATH
+    assert runner_resources.DATA_PATH is DATA_PATH
 
 
 def test_trimmed_model_is_botocore_model_cut_to_the_operations() -> None:

@@ -27,12 +27,8 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.constructs import permissions
-from hetero_constructs.constructs.runner import (
-    ContainingStateMachine,
-    TrainingRunner,
-    child_path,
-    remember_path,
-)
+from hetero_constructs.constructs.paths import child_path, remember_path
+from hetero_constructs.constructs.runner import ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task import (
     STRING_TOKEN,
     CapacityRetry,

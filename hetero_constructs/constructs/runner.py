@@ -10,91 +10,40 @@ the tag every job of this runner carries, not on a list of jobs, so their patter
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-import jsii
-from aws_cdk import Duration, IStableAnyProducer, Lazy, RemovalPolicy, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_events as events
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_sns as sns
-from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
-from constructs import Construct, IConstruct
+from constructs import Construct, Node
 
 from hetero_constructs.constructs import nag, permissions
+from hetero_constructs.constructs import runner_resources as resources
 from hetero_constructs.constructs.hygiene import depend_on_policy_only
 from hetero_constructs.constructs.lambda_bundle import lambda_package
 from hetero_constructs.deployability.plugin import enable_deployability_checks
-from hetero_constructs.run import lifecycle
 
-if TYPE_CHECKING:
-    from hetero_constructs.constructs.task import HeterogeneousTrainingTask
-
-
-def newest_python_runtime() -> lambda_.Runtime:
-    """The newest Python runtime this aws-cdk-lib knows (cdk-nag's L1 asks for the newest)."""
-    versions = [
-        tuple(int(part) for part in name.removeprefix("PYTHON_").split("_"))
-        for name in dir(lambda_.Runtime)
-        if name.startswith("PYTHON_3_")
-    ]
-    major, minor = max(versions)
-    return getattr(lambda_.Runtime, f"PYTHON_{major}_{minor}")  # type: ignore[no-any-return]
-
-
-RUNTIME = newest_python_runtime()
 _ID = "HeteroTrainingRunner"
-_DATA_PATH = "botocore_data"
 # Finding the stack's runner costs calls into jsii; tasks under one scope share the answer.
 _RUNNERS: dict[int, tuple[Construct, TrainingRunner]] = {}
-# Construct paths, read once per scope (a read is two calls into jsii). The scope is kept with
-# its path, so its id stays its own.
-_PATHS: dict[int, tuple[IConstruct, str]] = {}
 
 
-def node_path(scope: IConstruct) -> str:
-    """``scope.node.path``, read from jsii once per scope."""
-    cached = _PATHS.get(id(scope))
-    if cached is not None and cached[0] is scope:
-        return cached[1]
-    path = scope.node.path
-    _PATHS[id(scope)] = (scope, path)
-    return path
+class ServedTask(Protocol):
+    """What the runner reads of a training task it serves (``HeterogeneousTrainingTask``)."""
 
+    job_name_prefix: str
+    #: Text that the definition of every state machine containing the task holds.
+    marker: str
 
-def child_path(scope: IConstruct, construct_id: str) -> str:
-    """The path a child ``construct_id`` of ``scope`` gets (constructs turns '/' into '--')."""
-    parent = node_path(scope)
-    child = construct_id.replace("/", "--")
-    return f"{parent}/{child}" if parent else child
-
-
-def remember_path(construct: IConstruct, path: str) -> None:
-    """Record a path computed with ``child_path``, so its children need no call to find theirs."""
-    _PATHS[id(construct)] = (construct, path)
-
-
-@jsii.implements(IStableAnyProducer)
-class _Produce:
-    def __init__(self, produce: Callable[[], Any]) -> None:
-        self._produce = produce
-
-    def produce(self) -> Any:
-        return self._produce()
-
-
-def at_synth(produce: Callable[[], Any]) -> Any:
-    """A value computed when the template is rendered, after every task has registered."""
-    return Lazy.any(_Produce(produce))
+    @property
+    def node(self) -> Node: ...
 
 
 class ContainingStateMachine:
@@ -104,26 +53,6 @@ class ContainingStateMachine:
         self.arn = arn
         self.executions = executions
         self.path = path
-
-
-# What Step Functions needs of the role of the library's own state machines: invoking the
-# submit function, log delivery and X-Ray (neither of the last two has resource-level permissions).
-_LOG_DELIVERY_ACTIONS = [
-    "logs:CreateLogDelivery",
-    "logs:GetLogDelivery",
-    "logs:UpdateLogDelivery",
-    "logs:DeleteLogDelivery",
-    "logs:ListLogDeliveries",
-    "logs:PutResourcePolicy",
-    "logs:DescribeResourcePolicies",
-    "logs:DescribeLogGroups",
-]
-_XRAY_ACTIONS = [
-    "xray:PutTraceSegments",
-    "xray:PutTelemetryRecords",
-    "xray:GetSamplingRules",
-    "xray:GetSamplingTargets",
-]
 
 
 class CodeLocation:
@@ -176,7 +105,7 @@ class TrainingRunner(Construct):
             permissions.allow_log_encryption(log_encryption_key, self.arns)
         self.runner_id = self._runner_id()
         self.control_role_path = f"/hetero-constructs/{self.runner_id}/"
-        self._tasks: list[HeterogeneousTrainingTask] = []
+        self._tasks: list[ServedTask] = []
         self._code_assets: dict[str, s3_assets.Asset] = {}
         self._containing: dict[str, list[ContainingStateMachine]] | None = None
         # The library's own state machines, registered by their constructs: only the user's
@@ -190,8 +119,8 @@ class TrainingRunner(Construct):
         self._state_machine_logs: logs.LogGroup | None = None
         self._state_machine_logs_arn: str | None = None
 
-        self.table = self._table()
-        self.dead_letters = self._dead_letter_queue()
+        self.table = resources.run_table(self)
+        self.dead_letters = resources.dead_letter_queue(self)
         self._dead_letters_arn = self.dead_letters.queue_arn
         # A __pycache__ would change the asset hash from one synth to the next.
         code = lambda_.Code.from_asset(
@@ -199,11 +128,18 @@ class TrainingRunner(Construct):
         )
         # Step Functions invokes the submit function synchronously, so its queue stays empty;
         # scanners ask every function for one (checkov CKV_AWS_116).
-        self.submit_function = self._function(
-            "Submit", "submit.handler", code, dead_letter_queue=self.dead_letters
-        )
-        self.events_function = self._function(
-            "Events", "events.handler", code, dead_letter_queue=self.dead_letters
+        self.submit_function, self.events_function = (
+            resources.runner_function(
+                self,
+                name,
+                handler,
+                code,
+                table=self.table,
+                log_retention=log_retention,
+                log_encryption_key=log_encryption_key,
+                dead_letter_queue=self.dead_letters,
+            )
+            for name, handler in (("Submit", "submit.handler"), ("Events", "events.handler"))
         )
         # Read once: every task's definition and control role name them.
         self.submit_function_arn = self.submit_function.function_arn
@@ -216,8 +152,21 @@ class TrainingRunner(Construct):
         self.lambda_role_arns = [role.role_arn for role in self._roles.values()]
         self._grant_shared()
         self._acknowledge_serverless()
-        self._rules(reconcile_interval or Duration.minutes(5))
-        self.alarms = self._alarms()
+        resources.event_rules(
+            self,
+            runner_id=self.runner_id,
+            events_function_arn=self._events_function_arn,
+            dead_letters=self.dead_letters,
+            dead_letters_arn=self._dead_letters_arn,
+            reconcile_interval=reconcile_interval or Duration.minutes(5),
+        )
+        self.alarms = resources.alarms(
+            self,
+            alarm_topic=alarm_topic,
+            dead_letters=self.dead_letters,
+            submit_function=self.submit_function,
+            events_function=self.events_function,
+        )
         # Tasks invoke the unqualified function: no version or alias wildcard is needed.
         self.invoke_statements = [
             iam.PolicyStatement(
@@ -233,84 +182,6 @@ class TrainingRunner(Construct):
         return f"{readable or 'stack'}-{digest}"
 
     # -- shared resources -----------------------------------------------------------------------
-
-    def _table(self) -> dynamodb.Table:
-        table = dynamodb.Table(
-            self,
-            "Runs",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            time_to_live_attribute="expires_at",
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        table.add_global_secondary_index(
-            index_name="byExecution",
-            partition_key=dynamodb.Attribute(
-                name="execution_arn", type=dynamodb.AttributeType.STRING
-            ),
-            projection_type=dynamodb.ProjectionType.ALL,
-        )
-        return table
-
-    def _dead_letter_queue(self) -> sqs.Queue:
-        """Events that could not be processed wait here (14 days) to be replayed."""
-        return sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-
-    def _function(
-        self,
-        name: str,
-        handler: str,
-        code: lambda_.Code,
-        *,
-        dead_letter_queue: sqs.IQueue | None = None,
-    ) -> lambda_.Function:
-        log_group = logs.LogGroup(
-            self,
-            f"{name}Logs",
-            retention=self.log_retention,
-            encryption_key=self.log_encryption_key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        role = iam.Role(
-            self,
-            f"{name}Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"hetero-constructs {name.lower()} Lambda",
-        )
-        log_group.grant_write(role)
-        environment = {
-            "TOKEN_TABLE": self.table.table_name,
-            "AWS_DATA_PATH": f"/var/task/{_DATA_PATH}",
-        }
-        if dead_letter_queue is not None:
-            environment["DEAD_LETTER_QUEUE"] = dead_letter_queue.queue_url
-        function = lambda_.Function(
-            self,
-            f"{name}Function",
-            runtime=RUNTIME,
-            handler=handler,
-            code=code,
-            role=role,
-            log_group=log_group,
-            timeout=Duration.seconds(lifecycle.SUBMIT_TIMEOUT_SECONDS if name == "Submit" else 300),
-            memory_size=256,
-            tracing=lambda_.Tracing.ACTIVE,
-            environment=environment,
-            dead_letter_queue=dead_letter_queue,
-            retry_attempts=2 if name == "Events" else None,
-        )
-        return function
 
     def _grant_shared(self) -> None:
         """What the shared Lambdas need whatever the number of jobs: their items, the roles."""
@@ -366,174 +237,24 @@ class TrainingRunner(Construct):
     def control_roles_arn(self) -> str:
         return f"arn:{self.arns.partition}:iam::{self.arns.account}:role{self.control_role_path}*"
 
-    def _rules(self, reconcile_interval: Duration) -> None:
-        """Job ends (tagged with this runner), execution ends, and the reconcile schedule."""
-        # Targets as jsii maps (its property names): struct objects cost type checks and
-        # conversions for the same template.
-        delivery: dict[str, Any] = {
-            "deadLetterConfig": {"arn": self._dead_letters_arn},
-            "retryPolicy": {"maximumEventAgeInSeconds": 24 * 3600, "maximumRetryAttempts": 8},
-        }
-        target = {"arn": self._events_function_arn, "id": "Lifecycle", **delivery}
-        patterns = {
-            "JobStateChange": (
-                "Settles the waiting task of a training run when its job ends",
-                {
-                    "source": [lifecycle.JOB_EVENT_SOURCE],
-                    "detail-type": [lifecycle.JOB_EVENT_TYPE],
-                    "detail": {
-                        "TrainingJobStatus": list(lifecycle.TERMINAL_JOB_STATUSES),
-                        "Tags": {lifecycle.TAG_RUNNER: [self.runner_id]},
-                    },
-                },
-            ),
-            "ExecutionEnd": (
-                "Stops the training jobs of an aborted, timed-out or failed execution",
-                {
-                    "source": [lifecycle.EXECUTION_EVENT_SOURCE],
-                    "detail-type": [lifecycle.EXECUTION_EVENT_TYPE],
-                    "detail": {"status": list(lifecycle.STOPPING_EXECUTION_STATUSES)},
-                },
-            ),
-        }
-        # Each rule by its construct id, its ARN read once.
-        rules: dict[str, str] = {}
-        for construct_id, (description, pattern) in patterns.items():
-            rules[construct_id] = events.CfnRule(
-                self,
-                construct_id,
-                description=description,
-                event_pattern=pattern,
-                targets=[target],
-            ).attr_arn
-        schedule_target = {
-            "arn": self._events_function_arn,
-            "id": "Reconcile",
-            "input": json.dumps({"action": "reconcile"}),
-            **delivery,
-        }
-        rules["Reconcile"] = events.CfnRule(
-            self,
-            "Reconcile",
-            description="Converges training runs whatever events were lost",
-            schedule_expression=f"rate({int(reconcile_interval.to_minutes())} minutes)",
-            targets=[schedule_target],
-        ).attr_arn
-        for construct_id, rule_arn in rules.items():
-            lambda_.CfnPermission(
-                self,
-                f"{construct_id}Invoke",
-                action="lambda:InvokeFunction",
-                function_name=self._events_function_arn,
-                principal="events.amazonaws.com",
-                source_arn=rule_arn,
-            )
-        self.dead_letters.add_to_resource_policy(
-            iam.PolicyStatement(
-                actions=["sqs:SendMessage"],
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                resources=[self._dead_letters_arn],
-                conditions={"ArnEquals": {"aws:SourceArn": list(rules.values())}},
-            )
-        )
-
-    def _alarms(self) -> list[cloudwatch.CfnAlarm]:
-        """Dead-lettered events, and errors of either Lambda (missing data is OK)."""
-        actions = [self.alarm_topic.topic_arn] if self.alarm_topic is not None else None
-
-        def alarm(construct_id: str, description: str, **metric: Any) -> cloudwatch.CfnAlarm:
-            return cloudwatch.CfnAlarm(
-                self,
-                construct_id,
-                statistic="Maximum" if metric["metric_name"].startswith("Approx") else "Sum",
-                period=300,
-                evaluation_periods=1,
-                threshold=1,
-                comparison_operator="GreaterThanOrEqualToThreshold",
-                treat_missing_data="notBreaching",
-                alarm_description=description,
-                alarm_actions=actions,
-                **metric,
-            )
-
-        return [
-            alarm(
-                "DeadLettersAlarm",
-                "Training-run events failed and wait in the dead-letter queue; replay them "
-                "once the cause is fixed (README: Reliability)",
-                namespace="AWS/SQS",
-                metric_name="ApproximateNumberOfMessagesVisible",
-                dimensions=[{"name": "QueueName", "value": self.dead_letters.queue_name}],
-            ),
-            *(
-                alarm(
-                    f"{construct_id}ErrorsAlarm",
-                    f"The training runner's {construct_id} Lambda failed",
-                    namespace="AWS/Lambda",
-                    metric_name="Errors",
-                    dimensions=[{"name": "FunctionName", "value": function.function_name}],
-                )
-                for construct_id, function in (
-                    ("SubmitFunction", self.submit_function),
-                    ("EventsFunction", self.events_function),
-                )
-            ),
-        ]
-
     # -- shared by the library's own state machines -------------------------------------------
 
     @property
     def state_machine_role(self) -> iam.Role:
-        """One role for every ``HeterogeneousTrainingJob`` state machine of the stack.
-
-        Its policy is inline: it is the same for every job, and a state machine that names the
-        role (``Fn::GetAtt``) is created after it, policy included, without a ``DependsOn``.
-        """
+        """One role for every ``HeterogeneousTrainingJob`` state machine of the stack."""
         if self._state_machine_role is None:
-            document = permissions.document(
-                [
-                    permissions.allow(["lambda:InvokeFunction"], [self.submit_function_arn]),
-                    permissions.allow(_LOG_DELIVERY_ACTIONS, ["*"]),
-                    permissions.allow(_XRAY_ACTIONS, ["*"]),
-                ]
-            )
-            role = iam.Role(
-                self,
-                "StateMachineRole",
-                assumed_by=iam.ServicePrincipal("states.amazonaws.com"),
-                description="hetero-constructs training state machines",
-                inline_policies={"StateMachines": iam.PolicyDocument.from_json(document)},
-            )
-            nag.Acknowledgments(role, self.nag_ids).wildcards(
-                "Step Functions X-Ray tracing and log delivery to CloudWatch Logs support "
-                "only '*'.",
-                resources=["*"],
-            ).record()
+            role = resources.state_machine_role(self, self.submit_function_arn, self.nag_ids)
             self._state_machine_role = role
             self._state_machine_role_arn = role.role_arn
         return self._state_machine_role
 
     @property
     def every_training_job_policy(self) -> iam.ManagedPolicy:
-        """What every training job's execution role needs, once for the stack's roles.
-
-        ``permissions.every_training_job``: the same statements for every job, so one managed
-        policy instead of a copy in each role's inline policy.
-        """
+        """What every training job's execution role needs, once for the stack's roles."""
         if self._every_training_job_policy is None:
-            document = permissions.document(permissions.every_training_job(self.arns))
-            policy = iam.ManagedPolicy(
-                self,
-                "TrainingJobsPolicy",
-                description="What every hetero-constructs training job of the stack needs",
-                document=iam.PolicyDocument.from_json(document),
+            self._every_training_job_policy = resources.training_jobs_policy(
+                self, self.arns, self.nag_ids
             )
-            nag.Acknowledgments(policy, self.nag_ids).wildcards(
-                "Only for actions without resource-level permissions: ecr:GetAuthorizationToken "
-                "and cloudwatch:PutMetricData (restricted to SageMaker's namespace by condition).",
-                resources=["*"],
-            ).record()
-            self._every_training_job_policy = policy
         return self._every_training_job_policy
 
     @property
@@ -547,13 +268,8 @@ class TrainingRunner(Construct):
     def state_machine_logs(self) -> logs.LogGroup:
         """One log group for the stack's training state machines (unless a job has its own)."""
         if self._state_machine_logs is None:
-            self._state_machine_logs = logs.LogGroup(
-                self,
-                "StateMachineLogs",
-                log_group_name=f"/aws/vendedlogs/states/{self.runner_id}",
-                retention=self.log_retention,
-                encryption_key=self.log_encryption_key,
-                removal_policy=RemovalPolicy.DESTROY,
+            self._state_machine_logs = resources.state_machine_logs(
+                self, self.runner_id, self.log_retention, self.log_encryption_key
             )
         return self._state_machine_logs
 
@@ -600,7 +316,7 @@ class TrainingRunner(Construct):
 
     def register(
         self,
-        task: HeterogeneousTrainingTask,
+        task: ServedTask,
         own_state_machine: ContainingStateMachine | None = None,
     ) -> None:
         """Serve a task; job-name prefixes must not shadow each other within the app.
@@ -628,12 +344,10 @@ class TrainingRunner(Construct):
         self._own_resources.add(id(resource))
 
     @property
-    def tasks(self) -> tuple[HeterogeneousTrainingTask, ...]:
+    def tasks(self) -> tuple[ServedTask, ...]:
         return tuple(self._tasks)
 
-    def containing_state_machines(
-        self, task: HeterogeneousTrainingTask
-    ) -> list[ContainingStateMachine]:
+    def containing_state_machines(self, task: ServedTask) -> list[ContainingStateMachine]:
         """The state machines of the stack whose definition contains ``task`` (found at synth)."""
         own = self._own_machines.get(task.marker)
         if own is not None:
@@ -689,7 +403,7 @@ def _strings(node: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _app_tasks(runner: TrainingRunner) -> Iterator[HeterogeneousTrainingTask]:
+def _app_tasks(runner: TrainingRunner) -> Iterator[ServedTask]:
     """Every task registered with any runner of the same app (prefixes are app-wide)."""
     root = runner.root
     seen: set[int] = set()
@@ -702,14 +416,4 @@ def _app_tasks(runner: TrainingRunner) -> Iterator[HeterogeneousTrainingTask]:
         yield from runner.tasks
 
 
-__all__ = [
-    "RUNTIME",
-    "CodeLocation",
-    "ContainingStateMachine",
-    "TrainingRunner",
-    "at_synth",
-    "child_path",
-    "lambda_package",
-    "node_path",
-    "remember_path",
-]
+__all__ = ["CodeLocation", "ContainingStateMachine", "ServedTask", "TrainingRunner"]

@@ -36,15 +36,9 @@ from hetero_constructs.checks.construct_rules import (
 )
 from hetero_constructs.constructs import conditions, nag, permissions
 from hetero_constructs.constructs.packaging import source_bundle
-from hetero_constructs.constructs.runner import (
-    CodeLocation,
-    ContainingStateMachine,
-    TrainingRunner,
-    at_synth,
-    child_path,
-    remember_path,
-)
-from hetero_constructs.constructs.tokens import is_token
+from hetero_constructs.constructs.paths import child_path, remember_path
+from hetero_constructs.constructs.runner import CodeLocation, ContainingStateMachine, TrainingRunner
+from hetero_constructs.constructs.tokens import at_synth, is_token
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment, RuleContext
 from hetero_constructs.request.image_uri import image_repository, image_tag
