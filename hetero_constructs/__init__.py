@@ -41,7 +41,7 @@ _LAZY: dict[str, str] = {
     "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.constructs.job",
     "HeterogeneousTrainingTask": "hetero_constructs.constructs.task",
-    "CapacityRetry": "hetero_constructs.constructs.task",
+    "CapacityRetry": "hetero_constructs.constructs.retries",
     "enable_deployability_checks": "hetero_constructs.deployability.plugin",
     "TrainingRunner": "hetero_constructs.constructs.runner",
     "bucket_uri": "hetero_constructs.constructs.permissions",
@@ -53,8 +53,8 @@ if TYPE_CHECKING:
         HeterogeneousTrainingJob as HeterogeneousTrainingJob,
     )
     from hetero_constructs.constructs.permissions import bucket_uri as bucket_uri
+    from hetero_constructs.constructs.retries import CapacityRetry as CapacityRetry
     from hetero_constructs.constructs.runner import TrainingRunner as TrainingRunner
-    from hetero_constructs.constructs.task import CapacityRetry as CapacityRetry
     from hetero_constructs.constructs.task import (
         HeterogeneousTrainingTask as HeterogeneousTrainingTask,
     )

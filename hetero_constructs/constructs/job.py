@@ -27,16 +27,13 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.constructs import permissions
+from hetero_constructs.constructs.job_names import job_name_prefix_of
 from hetero_constructs.constructs.paths import child_path, remember_path
+from hetero_constructs.constructs.retries import CapacityRetry
 from hetero_constructs.constructs.runner import ContainingStateMachine, TrainingRunner
-from hetero_constructs.constructs.task import (
-    STRING_TOKEN,
-    CapacityRetry,
-    OwnStateMachineTask,
-    job_name_prefix_of,
-    spec_from_file,
-    split_spec_fields,
-)
+from hetero_constructs.constructs.task import OwnStateMachineTask
+from hetero_constructs.constructs.task_spec import spec_from_file, split_spec_fields
+from hetero_constructs.constructs.task_state import STRING_TOKEN
 from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.planning import plan
 from hetero_constructs.run import lifecycle

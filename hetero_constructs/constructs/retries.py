@@ -1,0 +1,115 @@
+"""The retriers of a training task: Lambda invoke errors, throttling, and capacity failures.
+
+Rendered as Step Functions reads them (and as aws-cdk-lib's ``add_retry`` renders them), before
+any retrier the user adds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+from aws_cdk import Duration
+
+from hetero_constructs.run import lifecycle
+
+# Step Functions' own errors for a Lambda invoke that did not complete; the submission is
+# idempotent per attempt (see lambda/submit.py), so retrying them is safe.
+LAMBDA_ERRORS = (
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CapacityRetry:
+    """Retry a training task that found no capacity: a new job per attempt, next fallback first.
+
+    Only ``HeteroTraining.CapacityError`` and ``HeteroTraining.ResourceLimitExceeded`` are
+    retried - never a training failure or invalid overrides. Each retry creates a fresh job
+    (its name includes the attempt) on the next fallback variant of the instance groups.
+    """
+
+    #: Retries after the first attempt.
+    max_attempts: int = 3
+    #: Wait before the first retry; multiplied by ``backoff_rate`` each time.
+    interval: Duration = dataclasses.field(default_factory=lambda: Duration.minutes(5))
+    backoff_rate: float = 2.0
+    #: The longest wait between two attempts.
+    max_delay: Duration | None = dataclasses.field(default_factory=lambda: Duration.hours(1))
+    #: Full jitter: many runs that failed together do not all retry together.
+    jitter: bool = True
+
+    @functools.cached_property
+    def seconds(self) -> tuple[int, int | None]:
+        """``interval`` and ``max_delay`` in seconds, converted once (each is a jsii call)."""
+        return (
+            int(self.interval.to_seconds()),
+            int(self.max_delay.to_seconds()) if self.max_delay else None,
+        )
+
+    def delays_seconds(self) -> list[int]:
+        """The waits before each retry, as configured (jitter only shortens them)."""
+        first, cap = self.seconds
+        delays = []
+        for attempt in range(self.max_attempts):
+            delay = int(first * self.backoff_rate**attempt)
+            delays.append(min(delay, cap) if cap is not None else delay)
+        return delays
+
+
+def retrier(
+    errors: list[str],
+    *,
+    interval: int,
+    max_attempts: int,
+    backoff_rate: float,
+    max_delay: int | None = None,
+    jitter: bool = False,
+) -> dict[str, Any]:
+    """A retrier as Step Functions reads it (and as aws-cdk-lib's ``add_retry`` renders it)."""
+    retry: dict[str, Any] = {
+        "ErrorEquals": errors,
+        "IntervalSeconds": interval,
+        "MaxAttempts": max_attempts,
+        # A whole rate as an integer: the number JSON.stringify writes for it (2, not 2.0).
+        "BackoffRate": int(backoff_rate) if float(backoff_rate).is_integer() else backoff_rate,
+    }
+    if max_delay is not None:
+        retry["MaxDelaySeconds"] = max_delay
+    if jitter:
+        retry["JitterStrategy"] = "FULL"
+    return retry
+
+
+def task_retriers(capacity_retry: CapacityRetry | None) -> list[dict[str, Any]]:
+    """The task's own retriers: Lambda invoke errors and throttling, then capacity failures."""
+    retries = [
+        retrier(
+            [*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED],
+            interval=2,
+            max_attempts=6,
+            backoff_rate=2,
+            jitter=True,
+        )
+    ]
+    if capacity_retry is not None:
+        interval, max_delay = capacity_retry.seconds
+        retries.append(
+            retrier(
+                list(lifecycle.Errors.CAPACITY_RETRYABLE),
+                interval=interval,
+                max_attempts=capacity_retry.max_attempts,
+                backoff_rate=capacity_retry.backoff_rate,
+                max_delay=max_delay,
+                jitter=capacity_retry.jitter,
+            )
+        )
+    return retries
+
+
+__all__ = ["LAMBDA_ERRORS", "CapacityRetry", "retrier", "task_retriers"]

@@ -1,0 +1,175 @@
+"""What a training task makes of its inputs before planning: a spec file with fields given in
+Python merged over it, the wait's timeout, KMS keys, the region, and the region's DLC image."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import Aws, Duration, Stack, Token
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk.region_info import FactName, RegionInfo
+
+from hetero_constructs.checks.construct_rules import REGION_RULE, TIMEOUT_TOKEN_RULE
+from hetero_constructs.constructs.tokens import is_token
+from hetero_constructs.request.context import Deployment, RuleContext
+from hetero_constructs.request.image_uri import image_repository, image_tag
+from hetero_constructs.service import catalog
+from hetero_constructs.spec.file.reader import read_spec_file
+from hetero_constructs.spec.training import TrainingSpec
+from hetero_constructs.spec.violations import SpecValidationError, Violation, did_you_mean
+
+DEFAULT_COMPLETION_MARGIN_SECONDS = 6 * 3600
+
+
+@functools.cache
+def _region_facts(region: str) -> tuple[str | None, str | None]:
+    """aws-cdk-lib's DLC account and domain suffix for a concrete region."""
+    info = RegionInfo.get(region)
+    return info.dlc_repository_account, info.domain_suffix
+
+
+def split_spec_fields(
+    props: Mapping[str, Any], constructor: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Keyword arguments of ``from_spec_file``: ``TrainingSpec`` fields and construct props.
+
+    A name the constructor takes is a prop, except where the value says it is the spec's: a
+    role given as an ARN string, an ``output_path`` that is an S3 location (the task's own
+    ``output_path`` is a JSONPath).
+    """
+    spec_fields = {f.name for f in dataclasses.fields(TrainingSpec)}
+    parameters = set(inspect.signature(constructor).parameters)
+
+    def is_spec(key: str, value: Any) -> bool:
+        if key not in spec_fields:
+            return False
+        if key not in parameters:
+            return True
+        if key == "role":
+            return isinstance(value, str)
+        return key == "output_path" and isinstance(value, str) and not value.startswith("$")
+
+    unknown = sorted(k for k in props if k not in spec_fields and k not in parameters)
+    if unknown:
+        known = sorted(spec_fields | parameters - {"self", "scope", "construct_id", "spec"})
+        raise ValueError(
+            f"from_spec_file takes no argument {unknown[0]!r}. Allowed: a TrainingSpec field or "
+            f"a prop ({', '.join(known)}). Fix: "
+            + (
+                f"did you mean {meant!r}?"
+                if (meant := did_you_mean(unknown[0], known))
+                else "remove it"
+            )
+        )
+    spec_values = {k: v for k, v in props.items() if is_spec(k, v)}
+    others = {k: v for k, v in props.items() if k not in spec_values}
+    return spec_values, others
+
+
+def spec_from_file(
+    path: str | os.PathLike[str], overrides: Mapping[str, Any], scope_path: str
+) -> TrainingSpec:
+    """A spec file with ``TrainingSpec`` fields given in Python merged over it."""
+    reading = read_spec_file(path)
+    if reading.spec is None or reading.violations:
+        raise SpecValidationError(reading.violations, scope=scope_path)
+    try:
+        return dataclasses.replace(reading.spec, **overrides)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{scope_path}: {error}") from error
+
+
+def completion_seconds(
+    spec: TrainingSpec,
+    margin: Duration | None,
+    query_language: sfn.QueryLanguage | None,
+    where: str,
+) -> int | str:
+    """The wait's timeout: the longest the job may take plus the margin.
+
+    A deploy-time ``max_run`` keeps its margin through a JSONata expression; JSONPath has no
+    arithmetic on the timeout, so there it is refused rather than silently losing the margin.
+    """
+    seconds = int(margin.to_seconds()) if margin else DEFAULT_COMPLETION_MARGIN_SECONDS
+    longest: Any = spec.max_wait if spec.use_spot_instances and spec.max_wait else spec.max_run
+    if not is_token(longest):
+        return int(longest) + seconds
+    if query_language != sfn.QueryLanguage.JSONATA:
+        raise SpecValidationError(
+            [
+                Violation(
+                    TIMEOUT_TOKEN_RULE,
+                    "max_wait" if spec.use_spot_instances and spec.max_wait else "max_run",
+                    "The maximum runtime is a deploy-time value: a JSONPath task cannot add "
+                    "the completion margin to it.",
+                    "a CDK token",
+                    "a number, or a token with query_language=sfn.QueryLanguage.JSONATA",
+                    "pass query_language=sfn.QueryLanguage.JSONATA (the timeout becomes a "
+                    "JSONata expression), or a number",
+                )
+            ],
+            scope=where,
+        )
+    return f"{{% {Token.as_string(longest)} + {seconds} %}}"
+
+
+def with_keys(spec: TrainingSpec, volume: kms.IKey | None, output: kms.IKey | None) -> TrainingSpec:
+    if volume is not None:
+        spec = dataclasses.replace(spec, volume_kms_key=volume.key_arn)
+    if output is not None:
+        spec = dataclasses.replace(spec, output_kms_key=output.key_arn)
+    return spec
+
+
+def region_violations(spec: TrainingSpec, region: str) -> list[Violation]:
+    """A spec naming another region than its stack's."""
+    if spec.region is None or is_token(region) or spec.region == region:
+        return []
+    return [
+        Violation(
+            REGION_RULE,
+            "region",
+            "The spec names another region than its stack's.",
+            spec.region,
+            f"the stack's region, {region}",
+            "remove region from the spec, or deploy the stack to that region",
+        )
+    ]
+
+
+def region_dlc_image(
+    spec: TrainingSpec, region: str, stack: Stack
+) -> tuple[str | None, str | None]:
+    """The region's Deep Learning Container and its account, from aws-cdk-lib's facts."""
+    context = RuleContext(spec, Deployment(region=region), is_token)
+    if spec.framework_version is None or spec.py_version is None:
+        return None, None
+    account: str | None
+    if is_token(region):
+        account = stack.regional_fact(FactName.DLC_REPOSITORY_ACCOUNT)
+        suffix = Aws.URL_SUFFIX
+    else:
+        fact_account, fact_suffix = _region_facts(region)
+        account = fact_account or catalog.DLC_ACCOUNTS.get(region)
+        suffix = fact_suffix or "amazonaws.com"
+        if account is None:
+            return None, None  # FW-REGION explains
+    uri = f"{account}.dkr.ecr.{region}.{suffix}/{image_repository(context)}:{image_tag(context)}"
+    return uri, account
+
+
+__all__ = [
+    "DEFAULT_COMPLETION_MARGIN_SECONDS",
+    "completion_seconds",
+    "region_dlc_image",
+    "region_violations",
+    "spec_from_file",
+    "split_spec_fields",
+    "with_keys",
+]

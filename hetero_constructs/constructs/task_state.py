@@ -1,0 +1,223 @@
+"""The state a training task renders: a call of the shared submit Lambda that waits for a token.
+
+``SubmitTaskState`` renders the task into a definition in the query language in effect
+(JSONPath ``Parameters`` or JSONata ``Arguments``): the submit Lambda's payload (the spec, its
+deployment, the run's overrides and the context fields that name the attempt), the task's own
+retriers before the user's, and the wait's timeout. ``HeterogeneousTrainingTask`` builds
+everything it renders.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_stepfunctions as sfn
+
+from hetero_constructs.constructs import permissions
+from hetero_constructs.constructs.runner import CodeLocation, ContainingStateMachine, TrainingRunner
+from hetero_constructs.request.context import Deployment
+from hetero_constructs.spec.file.writer import spec_to_dict
+from hetero_constructs.spec.training import TrainingSpec
+
+# A string token as CDK encodes it in a string.
+STRING_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
+# Context-object fields the submit Lambda needs: they identify the attempt and its job.
+_CONTEXT = {
+    "taskToken": "Task.Token",
+    "executionArn": "Execution.Id",
+    "executionStartTime": "Execution.StartTime",
+    "stateName": "State.Name",
+    "stateEnteredTime": "State.EnteredTime",
+    "retryCount": "State.RetryCount",
+    "stateMachineArn": "StateMachine.Id",
+}
+
+
+class SubmitTaskState(sfn.TaskStateBase):
+    """A task state that calls the shared submit Lambda and waits for its task token."""
+
+    # What ``HeterogeneousTrainingTask`` sets before anything is rendered.
+    path: str
+    runner: TrainingRunner
+    arns: permissions.Arns
+    spec: TrainingSpec
+    deployment: Deployment
+    job_name_prefix: str
+    completion_timeout_seconds: int | str
+    channel_prefixes: list[str]
+    control_role_arn: str
+    role_arn: str
+    code_location: CodeLocation | None
+    _overrides: sfn.TaskInput | None
+    _job_key: str | None
+    _retries: list[dict[str, Any]]
+    _own_query_language: sfn.QueryLanguage | None
+    _rendered_fields: dict[str, Any]
+    # The state machine a construct of this library renders the task into, as one JSON
+    # document built in Python (see ``own_state_json``); None for a task users chain.
+    _own_state_machine: ContainingStateMachine | None = None
+
+    @property
+    def _task_metrics(self) -> sfn.TaskMetricsConfig | None:
+        return sfn.TaskMetricsConfig(
+            metric_prefix_singular="LambdaFunction",
+            metric_prefix_plural="LambdaFunctions",
+            metric_dimensions={"LambdaFunctionArn": self.runner.submit_function_arn},
+        )
+
+    @property
+    def _task_policies(self) -> list[iam.PolicyStatement] | None:
+        return self.runner.invoke_statements
+
+    def _spec_for_lambda(self) -> TrainingSpec:
+        """The spec as the submit Lambda validates it: the code is the uploaded object."""
+        if self.code_location is None or self.spec.source_dir is None:
+            return self.spec
+        return dataclasses.replace(self.spec, source_dir=self.code_location.url)
+
+    @functools.cached_property
+    def _static_payload(self) -> dict[str, Any]:
+        deployment = {
+            key: value
+            for key, value in dataclasses.asdict(self.deployment).items()
+            if value is not None and key != "job_name"
+        }
+        # The spec, not the request: the Lambda plans it again with the run's overrides, and
+        # the request would double the definition's size (templates are limited to 1 MB).
+        return {
+            "spec": spec_to_dict(self._spec_for_lambda()),
+            "deployment": deployment,
+            "jobNamePrefix": self.job_name_prefix,
+            "tokenTtlSeconds": _ttl(self.completion_timeout_seconds),
+            "channelPrefixes": self.channel_prefixes,
+            "controlRoleArn": self.control_role_arn,
+            "runnerId": self.runner.runner_id,
+        }
+
+    def _payload(self, jsonata: bool) -> dict[str, Any]:
+        payload = dict(self._static_payload)
+        if jsonata:
+            payload["context"] = {
+                key: f"{{% $states.context.{path} %}}" for key, path in _CONTEXT.items()
+            }
+        else:
+            payload["context"] = {f"{key}.$": f"$$.{path}" for key, path in _CONTEXT.items()}
+        payload.update(self._input_fields(jsonata))
+        return payload
+
+    def _input_fields(self, jsonata: bool) -> dict[str, Any]:
+        """The payload's ``input`` (the overrides) and ``jobKey``, as the language writes them."""
+        dynamic: dict[str, Any] = {}
+        if self._overrides is not None:
+            dynamic["input"] = self._overrides.value
+        if self._job_key is not None:
+            dynamic["jobKey"] = self._job_key
+        if jsonata or not dynamic:
+            return dynamic
+        return dict(sfn.FieldUtils.render_object(dynamic) or {})
+
+    def _retry_catch(self, retries: Any, catches: Any) -> dict[str, Any]:
+        """The task's own retriers first, then the user's (``States.ALL`` stays last)."""
+        rendered: dict[str, Any] = {"Retry": [*self._retries, *(retries or [])]}
+        if catches:
+            rendered["Catch"] = catches
+        return rendered
+
+    def _task_fields(self, jsonata: bool) -> dict[str, Any]:
+        """Resource and Parameters (JSONPath) or Arguments (JSONata): the submit Lambda call."""
+        arguments = {
+            "FunctionName": self.runner.submit_function_arn,
+            "Payload": self._payload(jsonata),
+        }
+        return {
+            "Resource": f"arn:{self.arns.partition}:states:::lambda:invoke.waitForTaskToken",
+            "Arguments" if jsonata else "Parameters": arguments,
+        }
+
+    def to_state_json(
+        self, top_level_query_language: sfn.QueryLanguage | None = None
+    ) -> Mapping[Any, Any]:
+        """The task state, in the query language in effect (its own, else the state machine's)."""
+        if self._own_state_machine is not None:
+            raise ValueError(
+                f"{self.path} is the task of the state machine {self._own_state_machine.path}, "
+                "and a state can be used in one state machine only. Fix: chain a "
+                "HeterogeneousTrainingTask of your own, or start that state machine from yours "
+                "with tasks.StepFunctionsStartExecution."
+            )
+        language = self._own_query_language or top_level_query_language
+        jsonata = language == sfn.QueryLanguage.JSONATA
+        if self._overrides is not None and not jsonata and _is_jsonata(self._overrides.value):
+            raise ValueError(f"{self.path}: a JSONata override needs a JSONata task")
+        retry_catch = self._render_retry_catch(top_level_query_language)
+        state: dict[str, Any] = {
+            **self._render_query_language(top_level_query_language),
+            **self._render_next_end(),
+            **self._retry_catch(retry_catch.get("Retry"), retry_catch.get("Catch")),
+            "Type": "Task",
+        }
+        rendered: Mapping[str, Any] | None
+        if self._rendered_fields["Comment"] is not None:
+            state["Comment"] = self._rendered_fields["Comment"]
+        state["TimeoutSeconds"] = self.completion_timeout_seconds
+        rendered = self._render_input_output()
+        state.update(rendered or {})
+        result_path = self._rendered_fields["ResultPath"]
+        if result_path is not None:
+            state["ResultPath"] = None if result_path == sfn.JsonPath.DISCARD else result_path
+        state.update(self._render_result_selector() or {})
+        if self._rendered_fields["Output"] is not None:
+            state["Output"] = self._rendered_fields["Output"]
+        state.update(self._render_assign(top_level_query_language) or {})
+        state.update(self._task_fields(jsonata))
+        return state
+
+    @functools.cached_property
+    def string_tokens(self) -> frozenset[str]:
+        """The tokens of the task's own state that hold strings: ARNs, the code's URL, ..."""
+        values = [
+            self.role_arn,
+            self.control_role_arn,
+            self.runner.submit_function_arn,
+            self.arns.partition,
+            self.arns.region,
+            self.arns.account,
+            self.code_location.url if self.code_location else "",
+            self.deployment.dlc_image_uri or "",  # the region's DLC account and URL suffix
+        ]
+        return frozenset(STRING_TOKEN.findall(" ".join(values)))
+
+    def own_state_json(self, *, next_state: str, catch_state: str) -> dict[str, Any]:
+        """The state in its construct's own state machine, rendered without jsii.
+
+        The construct's state machine has the task's query language at its top and sets no
+        paths, selector or assignments on it: only the transitions differ from ``to_state_json``.
+        """
+        state: dict[str, Any] = {
+            "Next": next_state,
+            **self._retry_catch(None, [{"ErrorEquals": ["States.ALL"], "Next": catch_state}]),
+            "Type": "Task",
+        }
+        if self._rendered_fields["Comment"] is not None:
+            state["Comment"] = self._rendered_fields["Comment"]
+        state["TimeoutSeconds"] = self.completion_timeout_seconds
+        state.update(self._task_fields(self._own_query_language == sfn.QueryLanguage.JSONATA))
+        return state
+
+
+def _ttl(timeout: int | str) -> int:
+    """How long the run table keeps a job: its completion timeout and a day (28 days + 2)."""
+    day = 24 * 3600
+    return (timeout if isinstance(timeout, int) else 30 * day) + day
+
+
+def _is_jsonata(value: Any) -> bool:
+    return isinstance(value, str) and value.strip().startswith("{%")
+
+
+__all__ = ["STRING_TOKEN", "SubmitTaskState"]
