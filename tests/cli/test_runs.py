@@ -481,12 +481,12 @@ def test_ctrl_c_outside_the_follow_loop_exits_130_and_names_the_started_run(
     stack: FakeStack, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # Between StartExecution and following: the run goes on, and its ARN is its only handle.
-    monkeypatch.setattr("hetero_constructs.cli.app.follow_run", ctrl_c)
+    monkeypatch.setattr("hetero_constructs.cli.run_command.follow_run", ctrl_c)
     code, _ = cli("run", STACK, "Training", "--name", "ctrl-c-1", "--follow")
     assert code == EXIT_INTERRUPTED
     assert f"the run may go on: {stack.execution_arn('ctrl-c-1')}" in capsys.readouterr().err
     # Anywhere else (here: status reading the execution), as an interrupted process exits.
-    monkeypatch.setattr("hetero_constructs.cli.app.resolve_execution", ctrl_c)
+    monkeypatch.setattr("hetero_constructs.cli.observe.resolve_execution", ctrl_c)
     code, _ = cli("status", "ctrl-c-1")
     assert code == EXIT_INTERRUPTED
     assert "Aborted." in capsys.readouterr().err

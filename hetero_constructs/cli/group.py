@@ -1,0 +1,107 @@
+"""The ``hetero-train`` command group, and the options and error handling its commands share."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, TextIO, TypeVar
+
+import click
+
+from hetero_constructs.cli.aws import AWS_ERRORS, AwsOptions, describe_aws_error
+from hetero_constructs.cli.follow import EXIT_FAILED
+from hetero_constructs.cli.output import (
+    CliError,
+    Output,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _package_version() -> str:
+    try:
+        return version("hetero-constructs")
+    except PackageNotFoundError:  # a checkout on PYTHONPATH, not installed
+        return "unknown"
+
+
+@dataclass
+class Invocation:
+    """Where this invocation writes (tests pass their own stream)."""
+
+    stdout: TextIO | None = None
+
+
+def command_output(json_flag: bool) -> Output:
+    invocation = click.get_current_context().find_object(Invocation)
+    stdout = invocation.stdout if invocation and invocation.stdout else sys.stdout
+    return Output(stdout=stdout, json=json_flag)
+
+
+def json_option(function: F) -> F:
+    return click.option("--json", "json_flag", is_flag=True, help="machine-readable output")(
+        function
+    )
+
+
+def aws_options(function: F) -> F:
+    """``--profile``, ``--region``, ``--endpoint-url``: the standard chain fills what is unset."""
+    function = click.option(
+        "--endpoint-url",
+        envvar="HETERO_TRAIN_ENDPOINT_URL",
+        help="send every AWS call here (e.g. a moto server); default: AWS",
+    )(function)
+    function = click.option("--region", help="AWS region (default: AWS_REGION, the profile)")(
+        function
+    )
+    function = click.option("--profile", help="AWS profile (default: AWS_PROFILE)")(function)
+    return function
+
+
+def poll_option(function: F) -> F:
+    return click.option(
+        "--poll-interval",
+        type=click.FloatRange(min=0.0),
+        default=5.0,
+        show_default=True,
+        envvar="HETERO_TRAIN_POLL_INTERVAL",
+        help="seconds between reads while following",
+    )(function)
+
+
+def aws_from(profile: str | None, region: str | None, endpoint_url: str | None) -> AwsOptions:
+    return AwsOptions(profile=profile, region=region, endpoint_url=endpoint_url)
+
+
+def handles_errors(function: Callable[..., int]) -> Callable[..., int]:
+    """AWS errors and ``CliError``s become one message on standard error and exit 1."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> int:
+        try:
+            return function(*args, **kwargs)
+        except CliError as error:
+            click.echo(f"error: {error}", err=True)
+            return EXIT_FAILED
+        except AWS_ERRORS as error:
+            click.echo(f"error: {describe_aws_error(error)}", err=True)
+            return EXIT_FAILED
+
+    return wrapper
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(_package_version(), prog_name="hetero-train", message="%(prog)s %(version)s")
+def cli() -> None:
+    """Plan SageMaker heterogeneous-cluster training jobs, and start, follow, inspect and stop
+    the training runs of deployed hetero-constructs stacks.
+
+    TARGET is a state machine ARN or name, or STACK/CONSTRUCT_ID (also STACK CONSTRUCT_ID).
+    RUN is an execution ARN or name. Exit codes: 0 success, 1 failure (a run that did not
+    succeed, violations, AWS errors), 2 usage, 130 stopped following with Ctrl-C.
+    """

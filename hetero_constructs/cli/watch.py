@@ -1,0 +1,126 @@
+"""Reading a run as it goes: each poll returns what is new since the last one.
+
+``RunWatch`` reads the execution, its history, the training jobs it created (by their tags) and
+their hosts' log lines; a ``RunUpdate`` is what one poll found. Any boto3 clients serve (AWS,
+moto in-process, a moto server).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hetero_constructs.cli.aws import RunClients
+from hetero_constructs.cli.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs, LogLine, sort_lines
+from hetero_constructs.cli.runs import (
+    Clock,
+    Execution,
+    JobFinder,
+    TrainingJob,
+    describe_execution,
+    describe_job,
+    execution_history,
+    merge_jobs,
+    run_summary,
+    utc_now,
+)
+
+
+@dataclass
+class RunUpdate:
+    """What one poll found that was not shown before."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    new_jobs: list[TrainingJob] = field(default_factory=list)
+    transitions: list[tuple[TrainingJob, dict[str, Any]]] = field(default_factory=list)
+    lines: list[LogLine] = field(default_factory=list)
+
+
+class RunWatch:
+    """One run, polled: each history event, job, status transition and log line is new once."""
+
+    def __init__(
+        self,
+        clients: RunClients,
+        execution_arn: str,
+        *,
+        log_group: str = TRAINING_LOG_GROUP,
+        clock: Clock = utc_now,
+        read_history: bool = True,
+    ) -> None:
+        self.clients = clients
+        self.execution_arn = execution_arn
+        self.log_group = log_group
+        self.clock = clock
+        self.read_history = read_history
+        self.execution: Execution | None = None
+        self.jobs: list[TrainingJob] = []
+        self._finder = JobFinder(clients.sagemaker)
+        self._logs: dict[str, JobLogs] = {}
+        self._drained: set[str] = set()
+        self._last_event = 0
+        self._seen_transitions: set[tuple[str, str, str]] = set()
+
+    @property
+    def ended(self) -> bool:
+        return self.execution is not None and self.execution.ended
+
+    def poll(self, *, logs: bool = True) -> RunUpdate:
+        """What is new since the last poll; ``logs=False``: the execution and its jobs only."""
+        update = RunUpdate()
+        execution = describe_execution(self.clients.stepfunctions, self.execution_arn)
+        self.execution = execution
+        if self.read_history:
+            for event in execution_history(self.clients.stepfunctions, self.execution_arn):
+                if int(event.get("id", 0)) > self._last_event:
+                    update.events.append(event)
+                    self._last_event = int(event["id"])
+        if execution.start is not None:
+            self._finder.search(execution.start)
+        known = {job.name: job for job in self.jobs}
+        for job in merge_jobs(self._finder.jobs_of(execution.arn), execution.job_reports()):
+            if job.name not in known:
+                self.jobs.append(job)
+                update.new_jobs.append(job)
+        for job in self.jobs:
+            if not job.ended or job in update.new_jobs:
+                describe_job(self.clients.sagemaker, job)
+            for transition in job.transitions:
+                key = (job.name, str(transition.get("Status")), str(transition.get("StartTime")))
+                if key not in self._seen_transitions:
+                    self._seen_transitions.add(key)
+                    update.transitions.append((job, transition))
+        if logs:
+            update.lines = self._poll_logs()
+        return update
+
+    def _poll_logs(self) -> list[LogLine]:
+        lines: list[LogLine] = []
+        for job in self.jobs:
+            if job.name in self._drained:
+                continue
+            reader = self._logs.get(job.name)
+            if reader is None:
+                reader = JobLogs(
+                    self.clients.logs,
+                    job.name,
+                    HostGroups(job.instance_groups),
+                    attempt=job.attempt,
+                    log_group=self.log_group,
+                )
+                self._logs[job.name] = reader
+            reader.groups.update_counts(job.instance_groups)
+            new = reader.poll()
+            # A job that has ended and logged nothing new since is read no more.
+            if job.ended and not new:
+                self._drained.add(job.name)
+            lines.extend(new)
+        return sort_lines(lines)
+
+    def host_groups(self, job_name: str) -> HostGroups | None:
+        reader = self._logs.get(job_name)
+        return reader.groups if reader else None
+
+    def summary(self) -> dict[str, Any]:
+        assert self.execution is not None
+        return run_summary(self.execution, self.jobs, self.clock())
