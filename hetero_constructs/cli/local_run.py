@@ -23,7 +23,8 @@ from hetero_constructs.cli.inputs import (
     read_input,
 )
 from hetero_constructs.cli.output import CliError, Output, print_violations
-from hetero_constructs.local.cloud import ExecutionResult, LocalCloud
+from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.training import Outcome
 

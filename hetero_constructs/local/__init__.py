@@ -6,14 +6,17 @@ call. A library: its command line is ``hetero-train run --local TEMPLATE``. Modu
 (the local cloud and its run loop), ``run`` (one execution of a template),
 ``deploy`` (physical ids, intrinsics, creating resources), ``lambdas`` (in-process functions),
 ``events`` (EventBridge rules and delivery), ``training`` (the training-job lifecycle),
-``moto_gaps`` (Step Functions where moto is thinner than AWS), ``faults`` (fault injection).
+``moto_gaps`` (Step Functions where moto is thinner than AWS: ``moto_integrations``,
+``moto_executions``, ``patching``), ``faults`` (fault injection), ``results`` (what a run gives
+back).
 """
 
 from __future__ import annotations
 
-from hetero_constructs.local.cloud import Clients, ExecutionResult, Follow, LocalCloud
+from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.events import matches
 from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.results import Clients, ExecutionResult, Follow
 from hetero_constructs.local.run import run_template, template_problem
 from hetero_constructs.local.training import Outcome, TrainingJobAttempt
 

@@ -22,8 +22,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -34,51 +33,14 @@ from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, de
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import FunctionError, Lambdas
-from hetero_constructs.local.training import Outcome, TrainingJobAttempt, TrainingJobs
+from hetero_constructs.local.patching import Patches
+from hetero_constructs.local.results import Clients, ExecutionResult, Follow
+from hetero_constructs.local.training import Outcome, TrainingJobs
 
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 EXECUTION_EVENT_SOURCE = "aws.states"
 EXECUTION_EVENT_TYPE = "Step Functions Execution Status Change"
 _TICK = 0.02
-
-
-@dataclass
-class Clients:
-    """boto3 clients bound to the local cloud, for a follow display."""
-
-    stepfunctions: Any
-    sagemaker: Any
-    logs: Any
-
-
-#: A follow display: called in its own thread with the clients and the execution ARN once the
-#: execution has started; it should return when the execution has ended.
-Follow = Callable[[Clients, str], None]
-
-
-@dataclass
-class ExecutionResult:
-    """What a local run did: the execution's end, its history, and the training jobs it made."""
-
-    status: str
-    output: Any
-    error: str | None
-    cause: str | None
-    history: list[dict[str, Any]]
-    training_jobs: list[dict[str, Any]]  # DescribeTrainingJob of each job the run created
-    submitted_requests: list[dict[str, Any]] = field(default_factory=list)  # every call, as sent
-    jobs: list[TrainingJobAttempt] = field(default_factory=list)  # one per attempt, in order
-    execution_arn: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        """The command line's ``--json`` object."""
-        return {
-            "status": self.status,
-            "output": self.output,
-            "error": self.error,
-            "cause": self.cause,
-            "jobs": [job.to_json() for job in self.jobs],
-        }
 
 
 class LocalCloud:
@@ -129,7 +91,7 @@ class LocalCloud:
             )
         )
         moto_gaps.quiet_interpreter(self._stack)
-        patches = moto_gaps.Patches(self._stack)
+        patches = Patches(self._stack)
         moto_gaps.install(patches, self._on_execution_status, self.retry_waits)
         self.training.install(patches)
         self._patch_lambda(patches)
@@ -150,7 +112,7 @@ class LocalCloud:
         self.faults.install_throttling(boto3.DEFAULT_SESSION)
         self._stack.callback(setattr, boto3, "DEFAULT_SESSION", None)
 
-    def _patch_lambda(self, patches: moto_gaps.Patches) -> None:
+    def _patch_lambda(self, patches: Patches) -> None:
         from moto.awslambda_simple.models import LambdaSimpleBackend
 
         lambdas = self.lambdas

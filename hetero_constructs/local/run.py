@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from hetero_constructs.local.cloud import ExecutionResult, Follow, LocalCloud
+from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.results import ExecutionResult, Follow
 from hetero_constructs.local.training import Outcome
 
 
@@ -43,7 +44,7 @@ def run_template(
 ) -> ExecutionResult:
     """Deploy ``template`` into a fresh local cloud and run one execution of its state machine.
 
-    ``follow`` receives the clients and the execution ARN (see ``cloud.Follow``); notes on what
+    ``follow`` receives the clients and the execution ARN (see ``results.Follow``); notes on what
     was not simulated go to ``notes`` (default: standard error). ``LookupError`` for a state
     machine that cannot be chosen (several and none named, or an unknown name).
     """

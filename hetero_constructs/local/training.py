@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from hetero_constructs.local.moto_gaps import Patches
+from hetero_constructs.local.patching import Patches
 
 #: The outcomes a run can script, one per CreateTrainingJob attempt.
 OUTCOME_STATUSES = ("Completed", "Failed", "Stopped", "ResourceLimitExceeded")
