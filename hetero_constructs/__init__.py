@@ -1,5 +1,9 @@
 """hetero-constructs: SageMaker heterogeneous-cluster training as AWS CDK constructs.
 
+The names users write: the constructs, the spec's value objects, ``load_spec_file`` (the spec
+reader), ``plan`` (``validate`` for the violations alone), the errors, the snapshot-test helper
+and the training-script helper. Everything else is reached through its module.
+
 Every public name is imported on first use (PEP 562) from the module that defines it: the CDK
 constructs (aws_cdk takes about a second to import) only when they are used, and importing one
 module of the pure-Python layers, as the Lambda handlers do, does not import the rest of the
@@ -14,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 # Public name -> the module that defines it, or ``module:name`` when it is defined as another.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        ("Framework", "MetricDefinition", "TrainingSpec"), "hetero_constructs.spec.training"
+        ("Framework", "TrainingMetric", "TrainingSpec"), "hetero_constructs.spec.training"
     ),
     **dict.fromkeys(
         ("InstanceFallback", "InstanceGroup", "TrainingChannel"), "hetero_constructs.spec.cluster"
@@ -25,18 +29,13 @@ _LAZY: dict[str, str] = {
     ),
     "SpecValidationError": "hetero_constructs.spec.violations",
     "Violation": "hetero_constructs.spec.violations",
-    "distribution_from_sdk_dict": "hetero_constructs.spec.file.distribution",
     "load_spec_file": "hetero_constructs.spec.file.reader",
-    "read_spec_file": "hetero_constructs.spec.file.reader",
-    "spec_from_dict": "hetero_constructs.spec.file.reader",
-    "Deployment": "hetero_constructs.request.context",
     "TrainingErrors": "hetero_constructs.run.lifecycle:Errors",
     "Plan": "hetero_constructs.planning",
-    "build_request": "hetero_constructs.planning",
     "plan": "hetero_constructs.planning",
     "validate": "hetero_constructs.planning",
     # The training-script helper (standard library only; not part of the Lambda package).
-    "Role": "hetero_constructs.runtime",
+    "HostRole": "hetero_constructs.runtime",
     "TrainingEnvironment": "hetero_constructs.runtime",
     "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.constructs.job",
@@ -63,12 +62,10 @@ if TYPE_CHECKING:
         enable_deployability_checks as enable_deployability_checks,
     )
     from hetero_constructs.planning import Plan as Plan
-    from hetero_constructs.planning import build_request as build_request
     from hetero_constructs.planning import plan as plan
     from hetero_constructs.planning import validate as validate
-    from hetero_constructs.request.context import Deployment as Deployment
     from hetero_constructs.run.lifecycle import Errors as TrainingErrors  # noqa: F401 (__all__)
-    from hetero_constructs.runtime import Role as Role
+    from hetero_constructs.runtime import HostRole as HostRole
     from hetero_constructs.runtime import TrainingEnvironment as TrainingEnvironment
     from hetero_constructs.runtime import TrainingEnvironmentError as TrainingEnvironmentError
     from hetero_constructs.spec.cluster import InstanceFallback as InstanceFallback
@@ -78,14 +75,9 @@ if TYPE_CHECKING:
     from hetero_constructs.spec.distribution import Launcher as Launcher
     from hetero_constructs.spec.distribution import LauncherConfig as LauncherConfig
     from hetero_constructs.spec.distribution import SmddpCollective as SmddpCollective
-    from hetero_constructs.spec.file.distribution import (
-        distribution_from_sdk_dict as distribution_from_sdk_dict,
-    )
     from hetero_constructs.spec.file.reader import load_spec_file as load_spec_file
-    from hetero_constructs.spec.file.reader import read_spec_file as read_spec_file
-    from hetero_constructs.spec.file.reader import spec_from_dict as spec_from_dict
     from hetero_constructs.spec.training import Framework as Framework
-    from hetero_constructs.spec.training import MetricDefinition as MetricDefinition
+    from hetero_constructs.spec.training import TrainingMetric as TrainingMetric
     from hetero_constructs.spec.training import TrainingSpec as TrainingSpec
     from hetero_constructs.spec.violations import SpecValidationError as SpecValidationError
     from hetero_constructs.spec.violations import Violation as Violation

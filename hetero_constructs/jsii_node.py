@@ -49,3 +49,10 @@ def use_wheel_node() -> str | None:
         return None
     os.environ[ENV] = str(node)
     return str(node)
+
+
+__all__ = [
+    "ENV",
+    "use_wheel_node",
+    "wheel_node",
+]

@@ -1,4 +1,9 @@
-"""Validate a spec and build its request in one step."""
+"""Planning, the one entry point of the pure-Python layers: every rule, then the request.
+
+``plan(spec, deployment)`` runs every rule on the spec and each of its fallback variants and
+returns the CreateTrainingJob request only when none is broken (``Plan.request_or_raise``
+raises ``SpecValidationError`` with every violation); ``validate`` returns the violations alone.
+"""
 
 from __future__ import annotations
 
@@ -106,11 +111,8 @@ def validate(
     return list(plan(spec, deployment, is_token=is_token).violations)
 
 
-def build_request(
-    spec: TrainingSpec,
-    deployment: Deployment | None = None,
-    *,
-    is_token: TokenPredicate = never_a_token,
-) -> dict[str, Any]:
-    """The request for a valid spec; raises ``SpecValidationError`` with every violation."""
-    return plan(spec, deployment, is_token=is_token).request_or_raise()
+__all__ = [
+    "Plan",
+    "plan",
+    "validate",
+]

@@ -321,6 +321,12 @@ def check(value: int) -> int:
     two lines."""
     text = "# not a comment"  # a remark
     return value + len(text)
+
+
+__all__ = [
+    "Only",
+    "check",
+]
 '''
 
 
@@ -336,6 +342,7 @@ def test_bundled_source_keeps_code_and_line_numbers_and_drops_documentation() ->
     exec(compile(bundled, "sample", "exec"), namespace)
     assert namespace["check"](1) == 16
     assert namespace["Only"].__doc__ is None
+    assert "__all__" not in namespace  # it documents exports; nothing star-imports in the Lambda
 
 
 def test_every_bundled_module_compiles_with_its_line_count() -> None:

@@ -5,3 +5,5 @@ several rules share; ``rules``: the rules, one module or package per topic; ``re
 rule in catalogue order and the run of them on a spec; ``construct_rules``: the ids only the
 constructs check; ``docs``: the catalogue (``docs/rules.md``) generated from the rules.
 """
+
+__all__: list[str] = []

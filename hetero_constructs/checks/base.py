@@ -119,3 +119,14 @@ def rule(
         return registered
 
     return register
+
+
+__all__ = [
+    "REGISTRY",
+    "RULES_PACKAGE",
+    "SEVERITIES",
+    "CheckFunction",
+    "Finding",
+    "Rule",
+    "rule",
+]

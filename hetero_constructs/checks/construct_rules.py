@@ -45,3 +45,12 @@ CONSTRUCT_RULES = (
         "SDK v2 estimator.py (base_job_name prefixes every job name)",
     ),
 )
+
+
+__all__ = [
+    "BASE_JOB_NAME_RULE",
+    "CONSTRUCT_RULES",
+    "JOB_NAME_RULE",
+    "REGION_RULE",
+    "TIMEOUT_TOKEN_RULE",
+]

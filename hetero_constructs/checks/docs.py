@@ -68,5 +68,11 @@ def main() -> None:
     sys.stdout.write(render())
 
 
+__all__ = [
+    "main",
+    "render",
+]
+
+
 if __name__ == "__main__":
     main()

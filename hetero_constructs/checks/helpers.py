@@ -114,3 +114,20 @@ def channel_path(name: str, field: str = "") -> str:
 
 
 S3_URI = "InputDataConfig[].DataSource.S3DataSource.S3Uri"
+
+
+__all__ = [
+    "MODEL_SOURCE",
+    "S3_URI",
+    "channel_path",
+    "count_finding",
+    "enum_finding",
+    "group_path",
+    "misfits_count",
+    "misfits_string",
+    "misses_enum",
+    "model_enum",
+    "model_string",
+    "one_of",
+    "string_finding",
+]

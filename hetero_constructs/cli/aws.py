@@ -100,3 +100,12 @@ def describe_aws_error(error: Exception) -> str:
 
 
 AWS_ERRORS: tuple[type[Exception], ...] = (BotoCoreError, ClientError)
+
+
+__all__ = [
+    "AWS_ERRORS",
+    "AwsOptions",
+    "RunClients",
+    "describe_aws_error",
+    "error_code",
+]

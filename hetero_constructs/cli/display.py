@@ -298,3 +298,8 @@ class FollowDisplay:
                 grid,
             ),
         )
+
+
+__all__ = [
+    "FollowDisplay",
+]

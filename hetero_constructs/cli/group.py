@@ -105,3 +105,15 @@ def cli() -> None:
     RUN is an execution ARN or name. Exit codes: 0 success, 1 failure (a run that did not
     succeed, violations, AWS errors), 2 usage, 130 stopped following with Ctrl-C.
     """
+
+
+__all__ = [
+    "Invocation",
+    "aws_from",
+    "aws_options",
+    "cli",
+    "command_output",
+    "handles_errors",
+    "json_option",
+    "poll_option",
+]

@@ -184,3 +184,13 @@ def check_input(task: SubmitTask, execution_input: Any, execution_name: str) -> 
     if result.request is not None:
         return InputCheck(task.state_name, name, result.request, ())
     return InputCheck(task.state_name, name, None, (*reading.violations, *result.violations))
+
+
+__all__ = [
+    "InputCheck",
+    "SubmitTask",
+    "check_input",
+    "checked_tasks",
+    "find_submit_tasks",
+    "read_input",
+]

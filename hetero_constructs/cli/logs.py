@@ -233,3 +233,13 @@ def sort_lines(lines: Iterable[LogLine]) -> list[LogLine]:
     """Interleave lines of all hosts (and jobs) in time order; the sort is stable, so each
     stream keeps its own order at equal timestamps."""
     return sorted(lines, key=lambda line: (line.timestamp, host_number(line.host)))
+
+
+__all__ = [
+    "TRAINING_LOG_GROUP",
+    "HostGroups",
+    "JobLogs",
+    "LogLine",
+    "host_number",
+    "sort_lines",
+]

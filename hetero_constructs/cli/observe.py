@@ -276,3 +276,11 @@ def list_runs(
     ]
     out.show(out.table(["run", "status", "started", "duration", "training job"], rows))
     return EXIT_SUCCEEDED
+
+
+__all__ = [
+    "list_runs",
+    "logs",
+    "status",
+    "stop",
+]

@@ -172,3 +172,17 @@ def seconds_between(start: datetime | None, end: datetime | None) -> float | Non
     if start is None or end is None:
         return None
     return (_utc(end) - _utc(start)) / timedelta(seconds=1)
+
+
+__all__ = [
+    "CliError",
+    "Output",
+    "clock_text",
+    "date_text",
+    "duration_text",
+    "json_default",
+    "make_console",
+    "print_renderable",
+    "print_violations",
+    "seconds_between",
+]

@@ -114,3 +114,13 @@ def plan_spec_file(
         name = timestamped_job_name(default_job_name(probe), datetime.now(UTC))
     result = plan(spec, Deployment(region=region, role_arn=role, job_name=name))
     return SpecFilePlan([*reading.violations, *result.violations], result, defaults)
+
+
+__all__ = [
+    "DEFAULT_PLAN_REGION",
+    "PLACEHOLDER_ROLE_ARN",
+    "PlanDefault",
+    "SpecFilePlan",
+    "plan_spec_file",
+    "timestamped_job_name",
+]

@@ -218,3 +218,8 @@ def run(
         )
         return EXIT_INTERRUPTED
     return result.exit_code
+
+
+__all__ = [
+    "run",
+]

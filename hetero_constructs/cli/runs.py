@@ -413,3 +413,25 @@ def describe_event(event: Mapping[str, Any]) -> str:
             cause = str(reports[0].get("FailureReason") or reports[0]["TrainingJobName"])
         text += f" ({cause if len(cause) <= 200 else cause[:197] + '...'})"
     return text
+
+
+__all__ = [
+    "ATTEMPT_TAG",
+    "ENDED_EXECUTION_STATUSES",
+    "ENDED_JOB_STATUSES",
+    "EXECUTION_TAG",
+    "JOB_SEARCH_MARGIN",
+    "Clock",
+    "Execution",
+    "JobFinder",
+    "TrainingJob",
+    "describe_event",
+    "describe_execution",
+    "describe_job",
+    "execution_history",
+    "failure_reason",
+    "merge_jobs",
+    "read_run",
+    "run_summary",
+    "utc_now",
+]

@@ -96,3 +96,9 @@ def rules(json_flag: bool) -> int:
     ]
     out.emit_json({"rules": catalogue})
     return EXIT_SUCCEEDED
+
+
+__all__ = [
+    "plan",
+    "rules",
+]

@@ -148,3 +148,12 @@ def resolve_execution(run: str, *, stepfunctions: Any) -> str:
     raise CliError(
         f"{len(found)} executions are named {run!r}: {', '.join(found)}. Fix: give the ARN."
     )
+
+
+__all__ = [
+    "STATE_MACHINE_OUTPUT_PREFIX",
+    "StateMachineTarget",
+    "execution_arn_for",
+    "resolve_execution",
+    "resolve_state_machine",
+]

@@ -124,3 +124,9 @@ class RunWatch:
     def summary(self) -> dict[str, Any]:
         assert self.execution is not None
         return run_summary(self.execution, self.jobs, self.clock())
+
+
+__all__ = [
+    "RunUpdate",
+    "RunWatch",
+]

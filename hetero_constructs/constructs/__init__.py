@@ -12,3 +12,6 @@ from hetero_constructs.jsii_node import use_wheel_node
 
 # Before aws_cdk is imported: jsii reads JSII_NODE when it starts its Node process.
 use_wheel_node()
+
+
+__all__: list[str] = []

@@ -63,3 +63,9 @@ def create_training_job(
         # Every job carries its runner's tag: the event rule routes its end by it.
         conditions["StringEquals"] = {f"aws:RequestTag/{lifecycle.TAG_RUNNER}": runner_id}
     return conditions
+
+
+__all__ = [
+    "create_training_job",
+    "instance_types",
+]

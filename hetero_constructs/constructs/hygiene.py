@@ -24,3 +24,8 @@ def depend_on_policy_only(
     policy_resource = policy.node.default_child
     assert isinstance(policy_resource, CfnResource)
     cfn.add_override("DependsOn", [policy_resource.logical_id])  # a token, resolved at synth
+
+
+__all__ = [
+    "depend_on_policy_only",
+]

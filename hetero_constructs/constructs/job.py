@@ -430,3 +430,9 @@ def _written_alike(value: Any) -> bool:
     if isinstance(value, list | tuple):
         return all(_written_alike(item) for item in value)
     return False
+
+
+__all__ = [
+    "DEFAULT_CAPACITY_RETRY",
+    "HeterogeneousTrainingJob",
+]

@@ -6,9 +6,9 @@ SageMaker model they use.
   operation the core reads, without documentation. The Lambda's botocore loads it through
   ``AWS_DATA_PATH``, so the handlers validate against the model the synth validated against.
 - The handlers and the core ship without what only documentation uses: the rule catalogue
-  generator, and, in every module, docstrings, comments, typing-only imports and the rules'
-  ``source``/``example`` texts. Those are blanked, not deleted, so line numbers in a Lambda
-  traceback match the repository.
+  generator, and, in every module, docstrings, comments, typing-only imports, ``__all__``
+  lists and the rules' ``source``/``example`` texts. Those are blanked, not deleted, so line
+  numbers in a Lambda traceback match the repository.
 """
 
 from __future__ import annotations
@@ -140,7 +140,22 @@ _Part = ast.stmt | ast.expr
 
 
 def _documentation_only(tree: ast.Module) -> Iterator[tuple[_Part, str]]:
-    """(node, replacement) for each part of a module that only documentation and typing use."""
+    """(node, replacement) for each part of a module that only documentation and typing use.
+
+    A module's ``__all__`` list documents its exports; nothing in the Lambda star-imports.
+    """
+    for statement in tree.body:
+        if (
+            isinstance(statement, ast.Assign | ast.AnnAssign)
+            and isinstance(statement.value, ast.List | ast.Tuple)
+            and any(
+                isinstance(target, ast.Name) and target.id == "__all__"
+                for target in (
+                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                )
+            )
+        ):
+            yield statement, ""
     for node in ast.walk(tree):
         docstring = _docstring(node)
         if docstring is not None:

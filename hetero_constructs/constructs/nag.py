@@ -94,3 +94,11 @@ class Acknowledgments:
                 _acknowledged_rules_key(),
                 {qualified_id(i): r for i, r in sorted(self._entries.items())},
             )
+
+
+__all__ = [
+    "IAM5",
+    "Acknowledgments",
+    "NagIds",
+    "qualified_id",
+]

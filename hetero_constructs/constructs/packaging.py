@@ -179,3 +179,12 @@ def staged_directory(sources: Mapping[str, Path], label: str) -> Path:
         except OSError:  # another process staged the same content first
             shutil.rmtree(partial, ignore_errors=True)
     return target
+
+
+__all__ = [
+    "CACHE_ROOT",
+    "source_bundle",
+    "staged_directory",
+    "tar_gz_bytes",
+    "write_cached",
+]

@@ -319,3 +319,29 @@ def kms_use(key_arn: str, *, volume: bool) -> Statement:
     actions = ["kms:Decrypt", "kms:GenerateDataKey", "kms:DescribeKey"]
     actions += ["kms:CreateGrant"] if volume else ["kms:Encrypt"]
     return allow(actions, [key_arn])
+
+
+__all__ = [
+    "SAGEMAKER",
+    "TRAINING_LOG_GROUP",
+    "TRAINING_METRICS_NAMESPACE",
+    "Arns",
+    "S3Location",
+    "Statement",
+    "allow",
+    "allow_log_encryption",
+    "bucket_uri",
+    "document",
+    "every_training_job",
+    "image_pull",
+    "kms_use",
+    "locations",
+    "log_streams",
+    "merged",
+    "network_interfaces",
+    "policy",
+    "s3_read",
+    "s3_write",
+    "training_log_streams",
+    "vpc_interfaces",
+]

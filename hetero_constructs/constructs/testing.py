@@ -21,3 +21,8 @@ def normalized_template(stack: Stack) -> dict[str, Any]:
     """
     text = json.dumps(Template.from_stack(stack).to_json(), sort_keys=True)
     return json.loads(_ASSET_HASH.sub("ASSET-HASH", text))  # type: ignore[no-any-return]
+
+
+__all__ = [
+    "normalized_template",
+]

@@ -11,3 +11,6 @@ from hetero_constructs.jsii_node import use_wheel_node
 
 # Before the plugin imports aws_cdk: jsii reads JSII_NODE when it starts its Node process.
 use_wheel_node()
+
+
+__all__: list[str] = []

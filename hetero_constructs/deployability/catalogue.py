@@ -101,5 +101,16 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
+__all__ = [
+    "DEFAULT_LIMITS",
+    "QUOTAS",
+    "check_template",
+    "main",
+    "measure_template",
+    "quota_by_id",
+    "render",
+]
+
+
 if __name__ == "__main__":
     raise SystemExit(main())

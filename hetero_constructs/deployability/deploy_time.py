@@ -199,3 +199,17 @@ RESOURCE_KINDS: dict[str, ResourceKind] = {
     "AWS::EC2::Subnet": ResourceKind(24, "", attributes={"SubnetId": "{name}"}, generated=False),
     "AWS::EC2::VPC": ResourceKind(21, "", attributes={"VpcId": "{name}"}, generated=False),
 }
+
+
+__all__ = [
+    "ACCOUNT_ID_LENGTH",
+    "GENERATED_SUFFIX",
+    "RESOURCE_KINDS",
+    "STACK_NAME_MAX",
+    "UNKNOWN_LENGTH",
+    "KnownValues",
+    "PartitionFacts",
+    "ResourceKind",
+    "botocore_loader",
+    "partition_facts",
+]

@@ -237,3 +237,13 @@ def training_job_name(view: TemplateView) -> Iterator[Reading]:
                 f"The training job name {name!r} in the definition of {logical_id} is longer "
                 "than SageMaker accepts.",
             )
+
+
+__all__ = [
+    "function_name",
+    "log_group_name",
+    "role_name",
+    "role_path",
+    "state_machine_name",
+    "training_job_name",
+]

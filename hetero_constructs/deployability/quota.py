@@ -361,3 +361,31 @@ def quota(
 
 
 # -- the generated catalogue ---------------------------------------------------------------------
+
+
+__all__ = [
+    "CFN_QUOTAS",
+    "EVENTS_QUOTAS",
+    "EVENT_PATTERN_CHARACTERS",
+    "IAM_QUOTAS",
+    "LAMBDA_ENVIRONMENT_BYTES",
+    "LAMBDA_QUOTAS",
+    "MANAGED_POLICIES_PER_ROLE",
+    "MANAGED_POLICY_CHARACTERS",
+    "REGISTERED",
+    "RESOURCES_PER_STACK",
+    "ROLE_INLINE_POLICY_CHARACTERS",
+    "SFN_QUOTAS",
+    "TEMPLATE_BYTES",
+    "Limits",
+    "MeasureFunction",
+    "Measurement",
+    "Quota",
+    "Reading",
+    "StackTemplate",
+    "TemplateView",
+    "documented_max",
+    "iam_characters",
+    "model_max",
+    "quota",
+]

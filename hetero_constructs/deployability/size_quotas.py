@@ -407,3 +407,15 @@ def lambda_environment(view: TemplateView) -> Iterator[Reading]:
             f"The environment variables of function {logical_id} are larger than Lambda accepts.",
             estimated,
         )
+
+
+__all__ = [
+    "event_pattern",
+    "lambda_environment",
+    "managed_policy_size",
+    "role_inline_policies",
+    "role_managed_policies",
+    "stack_resources",
+    "state_machine_definition",
+    "template_size",
+]

@@ -476,3 +476,11 @@ def _text(body: Any) -> str:
     if body is None:
         return "{}"
     return body.decode() if isinstance(body, bytes) else str(body)
+
+
+__all__ = [
+    "EXECUTION_EVENT_SOURCE",
+    "EXECUTION_EVENT_TYPE",
+    "TERMINAL_EXECUTION",
+    "LocalCloud",
+]

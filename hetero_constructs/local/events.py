@@ -342,3 +342,18 @@ class EventBus:
         else:
             outcome = "failed"
         self.deliveries.append(Delivery(rule.name, target.arn, event, outcome, attempts, error))
+
+
+__all__ = [
+    "DEFAULT_TARGET_RETRIES",
+    "SCHEDULED_EVENT_TYPE",
+    "Delivery",
+    "DeliveryError",
+    "EventBus",
+    "EventFault",
+    "Rule",
+    "Sender",
+    "Target",
+    "TargetInvoker",
+    "matches",
+]

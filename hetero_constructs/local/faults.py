@@ -163,3 +163,12 @@ class Faults:
             }
 
         session.events.register("before-call", before_call, unique_id="hetero-local-throttle")
+
+
+__all__ = [
+    "THROTTLING_ERRORS",
+    "Faults",
+    "LambdaFault",
+    "StopDuring",
+    "Throttle",
+]

@@ -371,3 +371,15 @@ def _parsed(payload: bytes | str | None) -> Any:
         return json.loads(payload)
     except ValueError:
         return payload.decode() if isinstance(payload, bytes) else payload
+
+
+__all__ = [
+    "NOT_RUN_ERROR",
+    "FunctionError",
+    "Invocation",
+    "Lambdas",
+    "LocalFunction",
+    "Sender",
+    "StopHook",
+    "private_module_names",
+]

@@ -360,3 +360,15 @@ def fresh_token_per_attempt(patches: Patches) -> None:
     patches.replace(
         module.StateTaskServiceCallback, "_evaluate_with_timeout", evaluate_with_fresh_token
     )
+
+
+__all__ = [
+    "StatusListener",
+    "StatusReporter",
+    "context_object",
+    "fresh_token_per_attempt",
+    "nested_executions",
+    "status_changes",
+    "stop_execution",
+    "task_callbacks",
+]

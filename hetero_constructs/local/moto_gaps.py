@@ -122,3 +122,11 @@ def quiet_interpreter(stack: contextlib.ExitStack) -> None:
 def dumps(value: Any) -> str:
     """JSON for values that may hold datetimes (moto keeps them in state data)."""
     return json.dumps(value, default=lambda o: o.isoformat() if hasattr(o, "isoformat") else str(o))
+
+
+__all__ = [
+    "RetryWaits",
+    "dumps",
+    "install",
+    "quiet_interpreter",
+]

@@ -131,3 +131,10 @@ def _epoch_millis_in_place(value: Any) -> None:
             value[key] = int(item.timestamp() * 1000)
         else:
             _epoch_millis_in_place(item)
+
+
+__all__ = [
+    "evaluate_jsonata",
+    "jsonata",
+    "service_normalisation",
+]

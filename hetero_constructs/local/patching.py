@@ -36,3 +36,9 @@ def aws_timestamp(moment: datetime.datetime) -> str:
     """ISO 8601 with milliseconds and ``Z``, as the context object carries times."""
     utc = moment.astimezone(datetime.UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+__all__ = [
+    "Patches",
+    "aws_timestamp",
+]

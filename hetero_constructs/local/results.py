@@ -46,3 +46,10 @@ class ExecutionResult:
             "cause": self.cause,
             "jobs": [job.to_json() for job in self.jobs],
         }
+
+
+__all__ = [
+    "Clients",
+    "ExecutionResult",
+    "Follow",
+]

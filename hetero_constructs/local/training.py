@@ -329,3 +329,19 @@ def _quota_message(request: dict[str, Any]) -> str:
 
 def _event_time() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+__all__ = [
+    "DEFAULT_FAILURE_REASON",
+    "JOB_EVENT_SOURCE",
+    "JOB_EVENT_TYPE",
+    "OUTCOME_STATUSES",
+    "TERMINAL_JOB_STATUSES",
+    "EventSink",
+    "Outcome",
+    "TrainingJobAttempt",
+    "TrainingJobs",
+    "describe_plain",
+    "epoch_millis",
+    "instance_types",
+]

@@ -4,3 +4,5 @@
 every rule sees); ``hyperparameters`` and ``image_uri``: parts of the request; ``builder``: the
 request itself, total over well-typed specs, so the rules can inspect an invalid spec's request.
 """
+
+__all__: list[str] = []

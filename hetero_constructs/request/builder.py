@@ -191,3 +191,12 @@ def _integer(context: RuleContext, value: Any) -> Any:
     if isinstance(value, int) or context.is_token(value):
         return value
     return int(value)
+
+
+__all__ = [
+    "IMAGE_PLACEHOLDER",
+    "SMDDP_ALLGATHER_ENV",
+    "build_request",
+    "job_name",
+    "request_of",
+]

@@ -355,3 +355,17 @@ class RuleContext:
         if typed in versions:
             return True
         return self.release is not None and self.release.version in versions
+
+
+__all__ = [
+    "FEATURES",
+    "LAUNCHER_OPTIONS",
+    "MODEL_PARALLEL",
+    "SMDDP_COLLECTIVE",
+    "Deployment",
+    "RuleContext",
+    "TokenPredicate",
+    "cached_property",
+    "never_a_token",
+    "spec_features",
+]

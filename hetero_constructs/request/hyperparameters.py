@@ -147,3 +147,18 @@ def encoded_hyperparameters(context: RuleContext, job_name: str) -> dict[str, st
     return {
         str(key): encode(value) for key, value in all_hyperparameters(context, job_name).items()
     }
+
+
+__all__ = [
+    "CODE_CHANNEL",
+    "CONTAINER_CODE_PATH",
+    "all_hyperparameters",
+    "distribution",
+    "encode",
+    "encoded_hyperparameters",
+    "program",
+    "script_mode",
+    "source_object_uri",
+    "submit_directory",
+    "tensorflow_model_dir",
+]

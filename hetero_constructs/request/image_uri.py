@@ -34,3 +34,11 @@ def dlc_image_uri(context: RuleContext) -> str | None:
 
 def training_image(context: RuleContext) -> str | None:
     return context.explicit_image_uri or context.deployment.dlc_image_uri or dlc_image_uri(context)
+
+
+__all__ = [
+    "dlc_image_uri",
+    "image_repository",
+    "image_tag",
+    "training_image",
+]

@@ -3,3 +3,5 @@
 ``lifecycle``: events, error names, tags and the task's output; ``naming``: per-attempt job
 names; ``overrides``: what an execution's input may change in the synthesized spec.
 """
+
+__all__: list[str] = []

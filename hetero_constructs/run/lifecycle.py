@@ -169,3 +169,27 @@ def failure_cause(job: Mapping[str, Any], **extra: Any) -> dict[str, Any]:
         "FailureReason": job.get("FailureReason"),
         **extra,
     }
+
+
+__all__ = [
+    "CREATION_WINDOW_SECONDS",
+    "ERROR_PREFIX",
+    "EXECUTION_EVENT_SOURCE",
+    "EXECUTION_EVENT_TYPE",
+    "JOB_EVENT_SOURCE",
+    "JOB_EVENT_TYPE",
+    "OUTPUT_FIELDS",
+    "SERVICE_INPUT_PREFIX",
+    "STATE_MACHINE_OUTPUT_PREFIX",
+    "STOPPING_EXECUTION_STATUSES",
+    "SUBMIT_TIMEOUT_SECONDS",
+    "TAG_ATTEMPT",
+    "TAG_EXECUTION",
+    "TAG_RUNNER",
+    "TAG_SLOT",
+    "TERMINAL_JOB_STATUSES",
+    "Errors",
+    "failure_cause",
+    "failure_error",
+    "task_output",
+]

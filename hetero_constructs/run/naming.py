@@ -72,3 +72,12 @@ def preview_job_name(prefix: str, execution_name: str) -> str:
     """
     slot = RunSlot(f"arn:aws:states:::execution:preview:{execution_name}", "", "", "")
     return attempt_job_name(prefix, slot, 0)
+
+
+__all__ = [
+    "MAX_JOB_NAME",
+    "RunSlot",
+    "attempt_job_name",
+    "preview_job_name",
+    "sanitize_name",
+]

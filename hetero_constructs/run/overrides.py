@@ -348,3 +348,12 @@ def _prefix(prefix: Any, violations: list[Violation]) -> str | None:
     problems = _model_value("job_name_prefix", prefix, "TrainingJobName", "job name prefix")
     violations.extend(problems)
     return None if problems else prefix
+
+
+__all__ = [
+    "OVERRIDE_KEYS",
+    "OVERRIDE_RULES",
+    "STEP_FUNCTIONS_KEY_PREFIX",
+    "Overridden",
+    "apply_overrides",
+]

@@ -12,13 +12,13 @@ nothing from the rest of ``hetero_constructs``. It works in two ways:
 Typical use in a script that every instance group runs::
 
     env = TrainingEnvironment()
-    if env.role is Role.DISTRIBUTED:
+    if env.role is HostRole.DISTRIBUTED:
         train(rank_of_node=env.node_rank, master=env.master_hostname)
-    elif env.role is Role.DATA:
+    elif env.role is HostRole.DATA:
         serve_data(to=env.distribution_hosts)
 
 The attribute names and values match ``sagemaker_training.environment.Environment`` (see
-:class:`TrainingEnvironment`).
+:class:`TrainingEnvironment`). ``Role`` is the former name of :class:`HostRole`.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from .config import (
     resolve_base_dir,
     split_hyperparameters,
 )
-from .environment import Role, TrainingEnvironment
+from .environment import HostRole, Role, TrainingEnvironment
 from .errors import TrainingEnvironmentError
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "LAUNCHER_FLAGS",
     "RESOURCE_CONFIG_FILE",
     "TOOLKIT_HYPERPARAMETERS",
+    "HostRole",
     "Role",
     "TrainingEnvironment",
     "TrainingEnvironmentError",

@@ -360,3 +360,26 @@ def split_hyperparameters(
         else:
             user[key] = value
     return user, framework
+
+
+__all__ = [
+    "BASE_DIR_ENV",
+    "DEFAULT_BASE_DIR",
+    "DEFAULT_INSTANCE_TYPE",
+    "DEFAULT_NETWORK_INTERFACE",
+    "DISTRIBUTION_GROUPS_KEY",
+    "HOMOGENEOUS_GROUP",
+    "HYPERPARAMETERS_FILE",
+    "LAUNCHER_FLAGS",
+    "RESOURCE_CONFIG_FILE",
+    "SAGEMAKER_PREFIX",
+    "TOOLKIT_HYPERPARAMETERS",
+    "check_hyperparameters",
+    "check_resource_config",
+    "config_file_path",
+    "decode_hyperparameters",
+    "json_type_name",
+    "read_json_object",
+    "resolve_base_dir",
+    "split_hyperparameters",
+]

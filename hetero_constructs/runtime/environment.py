@@ -38,8 +38,11 @@ if TYPE_CHECKING:
 
 
 # ``enum.StrEnum`` would need Python 3.11; training containers may run older Pythons.
-class Role(str, Enum):  # noqa: UP042
-    """What the current host is for (the value of :attr:`TrainingEnvironment.role`)."""
+class HostRole(str, Enum):  # noqa: UP042
+    """What the current host is for (the value of :attr:`TrainingEnvironment.role`).
+
+    Named apart from IAM roles (``aws_cdk.aws_iam.Role``): this is the host's part in the job.
+    """
 
     DISTRIBUTED = "distributed"
     """This host's group is a distribution group. The framework container starts the
@@ -57,6 +60,10 @@ class Role(str, Enum):  # noqa: UP042
 
     def __str__(self) -> str:
         return self.value
+
+
+# The former name, kept for training scripts written against it.
+Role = HostRole
 
 
 class TrainingEnvironment:
@@ -282,13 +289,13 @@ class TrainingEnvironment:
         return self._current_instance_group in self._distribution_instance_groups
 
     @property
-    def role(self) -> Role:
-        """:attr:`Role.DISTRIBUTED`, :attr:`Role.DATA` or :attr:`Role.STANDALONE`."""
+    def role(self) -> HostRole:
+        """:attr:`HostRole.DISTRIBUTED`, :attr:`HostRole.DATA` or :attr:`HostRole.STANDALONE`."""
         if self.runs_distributed_training:
-            return Role.DISTRIBUTED
+            return HostRole.DISTRIBUTED
         if self._distribution_instance_groups:
-            return Role.DATA
-        return Role.STANDALONE
+            return HostRole.DATA
+        return HostRole.STANDALONE
 
     @property
     def node_rank(self) -> int | None:
@@ -349,3 +356,10 @@ def _path_or_default(path: PathLike | None, file_name: str, base_dir: PathLike |
     if path is not None:
         return os.fspath(path)
     return config_file_path(file_name, base_dir)
+
+
+__all__ = [
+    "HostRole",
+    "Role",
+    "TrainingEnvironment",
+]

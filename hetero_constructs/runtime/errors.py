@@ -25,3 +25,8 @@ class TrainingEnvironmentError(ValueError):
 
     def __str__(self) -> str:
         return f"{self.source}: {self.problem}. To fix: {self.fix}"
+
+
+__all__ = [
+    "TrainingEnvironmentError",
+]

@@ -6,3 +6,5 @@ constraint a whole request breaks (``_clean_check``: the generated fast path for
 requests); ``catalog``: facts about frameworks, containers and instance types the model does
 not carry, each with its source.
 """
+
+__all__: list[str] = []

@@ -166,3 +166,8 @@ def _outside(measure: str, low: int | None, high: int | None) -> list[str]:
 @lru_cache(maxsize=1)
 def clean_check() -> Callable[[Any], bool]:
     return _CleanCheckWriter().compiled(input_shape())
+
+
+__all__ = [
+    "clean_check",
+]

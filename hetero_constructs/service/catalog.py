@@ -285,3 +285,34 @@ def metrics_time_series_supported(framework: Framework, version: Version | None)
     """SageMaker metrics time series: PyTorch 1.3+ and TensorFlow 1.15+ (SDK estimator.py)."""
     minimum = (1, 3) if framework is _PT else (1, 15)
     return version is not None and version >= minimum
+
+
+__all__ = [
+    "ALL_REGIONS",
+    "DLC_ACCOUNTS",
+    "HETEROGENEOUS_MIN_VERSION",
+    "MWMS_MIN_TENSORFLOW",
+    "REGIONS_WITHOUT_ISO",
+    "REGIONS_WITHOUT_ISOF",
+    "RELEASES",
+    "SMDDP_FRAMEWORK_VERSIONS",
+    "SMDDP_INSTANCE_TYPES",
+    "SMP_BOOL_PARAMETERS",
+    "SMP_ENUM_PARAMETERS",
+    "SMP_POSITIVE_INT_PARAMETERS",
+    "TORCH_DISTRIBUTED_GPU_VERSIONS",
+    "TORCH_DISTRIBUTED_TRAINIUM_VERSIONS",
+    "ImageRelease",
+    "Version",
+    "find_release",
+    "instance_family",
+    "is_accelerated",
+    "is_gpu",
+    "is_trainium",
+    "known_versions",
+    "metrics_time_series_supported",
+    "parse_version",
+    "resolved_version",
+    "version_key",
+    "words",
+]

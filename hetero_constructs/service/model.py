@@ -195,3 +195,21 @@ def is_header_json(shape: Shape) -> bool:
 # True only when the validators would find no problem and flag nothing. For anything else (a
 # problem, a construct only botocore judges, a tuple for a list, a read-only mapping) it says
 # False, and the validators run to report it in their order.
+
+
+__all__ = [
+    "OPERATION",
+    "STRING_FITS",
+    "Bounds",
+    "botocore_minimum",
+    "bounds",
+    "dns_suffix",
+    "enum_values",
+    "input_shape",
+    "is_header_json",
+    "matches",
+    "shape_at",
+    "size_limits",
+    "string_fits",
+    "training_instance_types",
+]

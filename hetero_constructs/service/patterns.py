@@ -192,3 +192,15 @@ class _LazyPattern:
 
 def lazy_pattern(pattern: str | None) -> _LazyPattern | None:
     return None if pattern is None or pattern in TOTAL_PATTERNS else _LazyPattern(pattern)
+
+
+__all__ = [
+    "JAVA_CLASSES",
+    "TOTAL_PATTERNS",
+    "UNCHECKED_PATTERNS",
+    "JavaClass",
+    "UntranslatablePattern",
+    "compile_pattern",
+    "lazy_pattern",
+    "translate_pattern",
+]

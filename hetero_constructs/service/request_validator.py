@@ -318,3 +318,12 @@ def _botocore_report(request: Mapping[str, Any]) -> str | None:
 
     report = ParamValidator().validate(request, input_shape())
     return report.generate_report() if report.has_errors() else None
+
+
+__all__ = [
+    "RequestVerdict",
+    "ShapeProblem",
+    "botocore_validation_errors",
+    "check_request",
+    "validate_request",
+]

@@ -5,3 +5,5 @@ Value objects with the SageMaker Python SDK's names (``training``), their field 
 the ``source_dir`` on disk (``source_tree``), the instance-type fallbacks a run may move to
 (``variants``), and the SDK-style spec file (``file``). Imports nothing from the layers above.
 """
+
+__all__: list[str] = []

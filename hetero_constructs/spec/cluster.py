@@ -117,3 +117,11 @@ class TrainingChannel:
     def group_names(self) -> tuple[str, ...]:
         """The instance groups this channel is sent to (empty: every instance)."""
         return tuple(map(str, self.instance_groups))
+
+
+__all__ = [
+    "InstanceFallback",
+    "InstanceGroup",
+    "TrainingChannel",
+    "as_group_names",
+]

@@ -294,3 +294,11 @@ class DistributedTraining:
         if self.instance_groups:
             result["instance_groups"] = list(self.instance_groups)
         return result
+
+
+__all__ = [
+    "DistributedTraining",
+    "Launcher",
+    "LauncherConfig",
+    "SmddpCollective",
+]

@@ -349,3 +349,30 @@ def _argument_violations(
 
 def frozen_mapping(value: Any) -> Any:
     return MappingProxyType(dict(value)) if isinstance(value, Mapping) else value
+
+
+__all__ = [
+    "DEPTH_RULE",
+    "INT64_MAX",
+    "INT64_MIN",
+    "MAX_INTEGER_LITERAL",
+    "MAX_NESTING_DEPTH",
+    "NUMBER_RULE",
+    "REQUIRED_RULE",
+    "TYPE_RULE",
+    "UNKNOWN_KEY_RULE",
+    "C",
+    "E",
+    "FieldChecker",
+    "KeyedTwice",
+    "OversizedInteger",
+    "ValueProblem",
+    "as_tuple",
+    "checked_arguments",
+    "checked_constructor",
+    "frozen_mapping",
+    "is_int64",
+    "is_integer",
+    "is_json_value",
+    "json_value_problem",
+]

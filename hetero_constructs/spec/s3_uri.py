@@ -112,3 +112,18 @@ BUCKET_NAME_RULES = (
     + ", not ending with "
     + ", ".join(RESERVED_BUCKET_SUFFIXES)
 )
+
+
+__all__ = [
+    "BUCKET_NAME_LENGTH",
+    "BUCKET_NAME_RULES",
+    "RESERVED_BUCKET_PREFIXES",
+    "RESERVED_BUCKET_SUFFIXES",
+    "SCHEME",
+    "S3Uri",
+    "bucket_name_problem",
+    "bucket_of",
+    "covers",
+    "has_dot_segment",
+    "key_patterns",
+]

@@ -226,3 +226,18 @@ def read_regular_file(path: Path) -> bytes:
             return stream.read()
     finally:
         os.close(descriptor)
+
+
+__all__ = [
+    "RACY_SECONDS",
+    "SKIPPED_DIRS",
+    "SKIPPED_SUFFIXES",
+    "NotARegularFileError",
+    "SourceProblem",
+    "SourceTree",
+    "directory_identity",
+    "problems",
+    "read_regular_file",
+    "scan",
+    "settled",
+]

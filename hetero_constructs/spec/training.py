@@ -32,14 +32,18 @@ class Framework(StrEnum):
 
 @checked_constructor
 @dataclass(frozen=True)
-class MetricDefinition:
-    """A metric SageMaker extracts from the training logs with a regular expression."""
+class TrainingMetric:
+    """A metric SageMaker extracts from the training logs with a regular expression.
+
+    One of the spec's ``metric_definitions`` (the SDK's name for the list); the class is named
+    apart from aws-cdk-lib's ``aws_stepfunctions_tasks.MetricDefinition``.
+    """
 
     name: str
     regex: str
 
     def __post_init__(self) -> None:
-        check = FieldChecker("MetricDefinition")
+        check = FieldChecker("TrainingMetric")
         check.string("name", self.name)
         check.string("regex", self.regex)
         check.done()
@@ -77,7 +81,7 @@ class TrainingSpec:
     max_run: int = 86400
     input_mode: str = "File"
     container_log_level: int = 20
-    metric_definitions: Sequence[MetricDefinition] = ()
+    metric_definitions: Sequence[TrainingMetric] = ()
     # Options a production job needs.
     subnets: Sequence[str] = ()
     security_group_ids: Sequence[str] = ()
@@ -149,7 +153,7 @@ class TrainingSpec:
         check.tuple_of("instance_groups", self.instance_groups, InstanceGroup, "InstanceGroups")
         check.tuple_of("channels", self.channels, TrainingChannel, "TrainingChannels")
         check.tuple_of(
-            "metric_definitions", self.metric_definitions, MetricDefinition, "MetricDefinitions"
+            "metric_definitions", self.metric_definitions, TrainingMetric, "MetricDefinitions"
         )
         if self.distribution is not None:
             check.one_of(
@@ -170,3 +174,10 @@ class TrainingSpec:
             if group.name == name:
                 return group
         return None
+
+
+__all__ = [
+    "Framework",
+    "TrainingMetric",
+    "TrainingSpec",
+]

@@ -88,3 +88,12 @@ def name_the_fallback(violation: Violation, chosen: Variant) -> Violation:
             if path == f"{prefix}.{field}":
                 return dataclasses.replace(violation, path=f"{prefix}.fallbacks[{source}].{field}")
     return dataclasses.replace(violation, problem=f"With {chosen.describe()}: {violation.problem}")
+
+
+__all__ = [
+    "Variant",
+    "instance_types",
+    "name_the_fallback",
+    "variant",
+    "variant_count",
+]

@@ -293,3 +293,17 @@ class SpecValidationError(ValueError):
 def raise_if_any(violations: Sequence[Violation], *, scope: str | None = None) -> None:
     if violations:
         raise SpecValidationError(violations, scope=scope)
+
+
+__all__ = [
+    "MAX_REPORTED_VIOLATIONS",
+    "MORE_VIOLATIONS_RULE",
+    "SpecValidationError",
+    "Violation",
+    "bounded",
+    "did_you_mean",
+    "raise_if_any",
+    "render_value",
+    "shorten",
+    "unknown_key_fix",
+]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from cfnlint import api as cfnlint
 
-from hetero_constructs.planning import build_request
+from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.spec.file.reader import spec_from_dict
 from tests.cdk.templates import (
@@ -46,9 +46,9 @@ def test_the_definition_carries_the_spec_that_plans_to_the_request(example: Synt
     """The payload holds the spec (not the request: half the size); it plans to the request."""
     assert "request" not in payload(example)
     data = payload(example)
-    request = build_request(
+    request = plan(
         spec_from_dict(data["spec"]), Deployment(job_name="hetero-example", **data["deployment"])
-    )
+    ).request_or_raise()
     assert request["ResourceConfig"]["InstanceGroups"] == [
         {"InstanceGroupName": "data", "InstanceType": "ml.c5.18xlarge", "InstanceCount": 2},
         {"InstanceGroupName": "gpu", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
@@ -66,9 +66,9 @@ def test_the_definition_carries_the_spec_that_plans_to_the_request(example: Synt
     assert request["AlgorithmSpecification"]["TrainingImage"] == DLC
     # The same request the core builds for the same spec and deployment values.
     deployment = payload(example)["deployment"]
-    expected = build_request(
+    expected = plan(
         example.stack.job.spec, Deployment(job_name="hetero-example", **deployment)
-    )
+    ).request_or_raise()
     assert request == json.loads(json.dumps(expected))
 
 

@@ -32,7 +32,7 @@ from hetero_constructs.spec.distribution import DistributedTraining, Launcher, L
 from hetero_constructs.spec.file import distribution as file_distribution
 from hetero_constructs.spec.file import reader as spec_file
 from hetero_constructs.spec.file.reader import spec_from_dict
-from hetero_constructs.spec.training import MetricDefinition, TrainingSpec
+from hetero_constructs.spec.training import TrainingMetric, TrainingSpec
 from tests.cdk.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]
@@ -916,7 +916,7 @@ def test_every_nested_spec_file_key_is_classified() -> None:
         "model_parallel_parameters",
         "smddp_collectives",
     }
-    assert names(MetricDefinition) == {key.lower() for key in KEY_SETS["_METRIC_KEYS"]}
+    assert names(TrainingMetric) == {key.lower() for key in KEY_SETS["_METRIC_KEYS"]}
 
 
 @pytest.mark.parametrize("name", sorted(NESTED_CASES))

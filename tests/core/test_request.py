@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.planning import build_request
+from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.service.request_validator import botocore_validation_errors
 from hetero_constructs.spec.cluster import InstanceGroup, TrainingChannel
@@ -21,7 +21,7 @@ ON = {"enabled": True}
 
 
 def request_for(*overrides: dict[str, Any], deployment: Deployment | None = None) -> dict[str, Any]:
-    return build_request(spec_from_dict(spec_dict(*overrides)), deployment)
+    return plan(spec_from_dict(spec_dict(*overrides)), deployment).request_or_raise()
 
 
 def decoded(request: dict[str, Any]) -> dict[str, Any]:
@@ -362,7 +362,7 @@ def test_python_api_matches_spec_file() -> None:
         region="us-west-2",
         job_name="hetero-test",
     )
-    assert build_request(spec) == request_for()
+    assert plan(spec).request_or_raise() == request_for()
     assert spec.distribution is not None
     assert spec.distribution.to_sdk_dict() == {
         "torch_distributed": {"enabled": True},
@@ -370,10 +370,10 @@ def test_python_api_matches_spec_file() -> None:
     }
 
 
-def test_build_request_raises_every_violation() -> None:
+def test_a_plan_with_violations_raises_every_one_for_its_request() -> None:
     spec = spec_from_dict(spec_dict({"job_name": "bad_name", "max_run": 0}))
     with pytest.raises(SpecValidationError) as raised:
-        build_request(spec)
+        plan(spec).request_or_raise()
     assert {v.rule for v in raised.value.violations} == {"API-JOB-NAME", "API-STOPPING"}
     assert "2 training-spec violations" in str(raised.value)
 

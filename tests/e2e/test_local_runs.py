@@ -11,7 +11,7 @@ import boto3
 import pytest
 
 from hetero_constructs.local import LocalCloud
-from hetero_constructs.planning import build_request
+from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.spec.file.reader import spec_from_dict
 from tests.synthesized import Synthesized
@@ -146,9 +146,9 @@ def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str
     (submitted,) = result.submitted_requests
     payload = local.definitions[machine]["States"]["Run training job"]["Parameters"]["Payload"]
     name = submitted["TrainingJobName"]
-    synthesized = build_request(
+    synthesized = plan(
         spec_from_dict(payload["spec"]), Deployment(job_name=name, **payload["deployment"])
-    )
+    ).request_or_raise()
     # Only the per-attempt job name and the run's marker tags differ from the synthesized request.
     synthesized["TrainingJobName"] = name
     synthesized["HyperParameters"]["sagemaker_job_name"] = json.dumps(name)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.runtime import (
-    Role,
+    HostRole,
     TrainingEnvironment,
     decode_hyperparameters,
     split_hyperparameters,
@@ -48,16 +48,16 @@ HPS = {
 @pytest.mark.parametrize(
     ("host", "role", "node_rank", "is_master"),
     [
-        ("algo-1", Role.DATA, None, False),
-        ("algo-3", Role.DISTRIBUTED, 0, True),
-        ("algo-2", Role.DISTRIBUTED, 1, False),
-        ("algo-4", Role.DATA, None, False),
+        ("algo-1", HostRole.DATA, None, False),
+        ("algo-3", HostRole.DISTRIBUTED, 0, True),
+        ("algo-2", HostRole.DISTRIBUTED, 1, False),
+        ("algo-4", HostRole.DATA, None, False),
     ],
 )
-def test_roles(host: str, role: Role, node_rank: int | None, is_master: bool) -> None:
+def test_roles(host: str, role: HostRole, node_rank: int | None, is_master: bool) -> None:
     env = TrainingEnvironment(hetero_config(host), HPS)
     assert env.role is role and env.role == role.value and str(env.role) == role.value
-    assert env.runs_distributed_training is (role is Role.DISTRIBUTED)
+    assert env.runs_distributed_training is (role is HostRole.DISTRIBUTED)
     assert env.node_rank == node_rank
     assert env.is_master is is_master
     assert env.data_instance_groups == ["data", "eval"]
@@ -66,7 +66,7 @@ def test_roles(host: str, role: Role, node_rank: int | None, is_master: bool) ->
 
 def test_standalone_when_nothing_is_distributed() -> None:
     env = TrainingEnvironment(hetero_config("algo-2"), {"epochs": 1})
-    assert env.role is Role.STANDALONE and not env.runs_distributed_training
+    assert env.role is HostRole.STANDALONE and not env.runs_distributed_training
     assert env.distribution_hosts == [] and env.node_rank is None
     assert env.master_hostname == "algo-1"  # first of all hosts
     assert env.data_instance_groups == ["data", "gpu", "eval"]
@@ -78,8 +78,8 @@ def test_no_instance_groups_distributes_over_all_hosts() -> None:
     config = {"current_host": "b", "hosts": ["a", "b"]}
     env = TrainingEnvironment(config, {})
     assert env.distribution_hosts == ["a", "b"] and env.node_rank == 1
-    assert env.role is Role.STANDALONE and env.data_hosts == []
-    assert TrainingEnvironment(config, {"sagemaker_mpi_enabled": True}).role is Role.DISTRIBUTED
+    assert env.role is HostRole.STANDALONE and env.data_hosts == []
+    assert TrainingEnvironment(config, {"sagemaker_mpi_enabled": True}).role is HostRole.DISTRIBUTED
 
 
 def test_files_and_dicts_and_paths_agree(tmp_path: Path, write_config_files: WriteConfig) -> None:

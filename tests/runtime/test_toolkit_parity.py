@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from hetero_constructs.runtime import (
     LAUNCHER_FLAGS,
-    Role,
+    HostRole,
     TrainingEnvironment,
     decode_hyperparameters,
 )
@@ -125,11 +125,11 @@ def assert_same(ours: TrainingEnvironment, theirs: Any) -> None:
     expected_rank = hosts.index(theirs.current_host) if theirs.current_host in hosts else None
     assert ours.node_rank == expected_rank  # the toolkit's torchrun --node_rank
     if theirs._distribution_enabled:
-        assert ours.role is Role.DISTRIBUTED
+        assert ours.role is HostRole.DISTRIBUTED
     elif theirs.distribution_instance_groups:
-        assert ours.role is Role.DATA
+        assert ours.role is HostRole.DATA
     else:
-        assert ours.role is Role.STANDALONE
+        assert ours.role is HostRole.STANDALONE
 
 
 def compare_cluster(
@@ -388,14 +388,14 @@ def test_doc_example_values(write_config_files: WriteConfig, tmp_path: Path) -> 
         assert env.master_hostname == "algo-3"
         assert env.data_hosts == ["algo-2"]
         assert env.hyperparameters == {"epochs": 3}
-    assert (cpu.role, cpu.node_rank, cpu.is_master) == (Role.DATA, None, False)
+    assert (cpu.role, cpu.node_rank, cpu.is_master) == (HostRole.DATA, None, False)
     assert (gpu_master.role, gpu_master.node_rank, gpu_master.is_master) == (
-        Role.DISTRIBUTED,
+        HostRole.DISTRIBUTED,
         0,
         True,
     )
     assert (gpu_worker.role, gpu_worker.node_rank, gpu_worker.is_master) == (
-        Role.DISTRIBUTED,
+        HostRole.DISTRIBUTED,
         1,
         False,
     )
@@ -410,7 +410,7 @@ def test_without_distribution_groups_every_group_is_its_own_world(
     raw = {"sagemaker_torch_distributed_enabled": "true"}
     for config in resource_configs_for(DOC_GROUPS):
         env = TrainingEnvironment(config, decode_hyperparameters(raw))
-        assert env.role is Role.DISTRIBUTED
+        assert env.role is HostRole.DISTRIBUTED
         assert env.distribution_instance_groups == [config["current_group_name"]]
         assert env.distribution_hosts == env.current_instance_group_hosts
     compare_cluster(toolkit, write_config_files, resource_configs_for(DOC_GROUPS), raw)

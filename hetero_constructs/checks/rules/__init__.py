@@ -9,3 +9,5 @@
 - ``runs``: what a training run adds to the request (its marker tags)
 - ``acknowledgments``: warnings acknowledged with a reason (errors cannot be)
 """
+
+__all__: list[str] = []

@@ -52,3 +52,9 @@ def acknowledged_rules(context: RuleContext) -> Iterator[Finding]:
                 f"a reason of at least {MIN_REASON} characters",
                 "say why the warning does not apply to this job",
             )
+
+
+__all__ = [
+    "MIN_REASON",
+    "acknowledged_rules",
+]

@@ -374,3 +374,21 @@ def warm_pool(context: RuleContext) -> Iterator[Finding]:
             f"0 to {MAX_KEEP_ALIVE_SECONDS} seconds",
             f"use at most {MAX_KEEP_ALIVE_SECONDS}",
         )
+
+
+__all__ = [
+    "MAX_KEEP_ALIVE_SECONDS",
+    "channel_group_limit",
+    "channel_groups_all_or_nothing",
+    "channel_groups_exist",
+    "distribution_group_count",
+    "distribution_group_exists",
+    "distribution_groups_need_cluster",
+    "group_count",
+    "group_names_unique",
+    "groups_or_type",
+    "heterogeneous_framework_version",
+    "instance_count",
+    "launcher_supported_on_groups",
+    "warm_pool",
+]

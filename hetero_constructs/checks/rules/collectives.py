@@ -127,3 +127,11 @@ def collective_instance(context: RuleContext) -> Iterator[Finding]:
             ", ".join(allowed),
             f"use {allowed[0]} for the distribution group, or remove smddp_collective to keep NCCL",
         )
+
+
+__all__ = [
+    "allreduce_needs_mpirun",
+    "collective_instance",
+    "collectives_exclusive",
+    "needs_smddp_launcher",
+]

@@ -245,3 +245,15 @@ def source_tree_findings(
             "regular files, directories and symbolic links to them",
             "clean up the source directory",
         )
+
+
+__all__ = [
+    "entry_point",
+    "image_or_version",
+    "known_version",
+    "python_version",
+    "release_region",
+    "source_dir",
+    "source_tree_findings",
+    "trainium_image",
+]

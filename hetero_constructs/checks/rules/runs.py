@@ -48,3 +48,8 @@ def run_tags(context: RuleContext) -> Iterator[Finding]:
                 "keys not starting with hetero-constructs:",
                 "rename the tag",
             )
+
+
+__all__ = [
+    "run_tags",
+]

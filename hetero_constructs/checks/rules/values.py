@@ -110,3 +110,9 @@ def integer_ranges(context: RuleContext) -> Iterator[Finding]:
                 f"{low} to {high}",
                 f"set {path} to a realistic value",
             )
+
+
+__all__ = [
+    "bucket_names",
+    "integer_ranges",
+]

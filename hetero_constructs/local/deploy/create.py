@@ -431,3 +431,13 @@ def _placeholder_zip() -> bytes:
 def scratch_folder() -> tempfile.TemporaryDirectory[str]:
     """Where inline code and zipped assets are unpacked for one local cloud."""
     return tempfile.TemporaryDirectory(prefix="hetero-local-")
+
+
+__all__ = [
+    "DEPLOYED_TYPES",
+    "PROCESS_WIDE_VARIABLES",
+    "DeployedStack",
+    "Deployer",
+    "StateMachine",
+    "scratch_folder",
+]

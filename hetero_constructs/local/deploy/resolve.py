@@ -419,3 +419,15 @@ def _text(value: Any) -> str:
 def _uuid_from(seed: str) -> str:
     digest = hashlib.sha256(seed.encode()).hexdigest()
     return f"{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
+
+
+__all__ = [
+    "DEFAULT_ACCOUNT",
+    "DEFAULT_REGION",
+    "NO_VALUE",
+    "Physical",
+    "Resolver",
+    "bounded_name",
+    "detect_region",
+    "hex_id",
+]

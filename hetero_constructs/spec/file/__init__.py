@@ -6,3 +6,5 @@ the Lambda package); ``walk``: the walk that collects every problem; ``reader`` 
 ``distribution`` for the SDK's ``distribution`` dict): data to a ``TrainingSpec`` with every
 violation; ``writer``: a spec back to a spec-file mapping.
 """
+
+__all__: list[str] = []

@@ -188,3 +188,9 @@ def distribution_from_sdk_dict(
     if result is None or reader.violations:
         raise SpecValidationError(reader.violations)
     return result
+
+
+__all__ = [
+    "distribution_from_sdk_dict",
+    "read_distribution",
+]

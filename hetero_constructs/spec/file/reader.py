@@ -28,7 +28,7 @@ from hetero_constructs.spec.file.distribution import read_distribution
 from hetero_constructs.spec.file.rules import DUPLICATE_KEY_RULE, MAX_SPEC_FILE_BYTES
 from hetero_constructs.spec.file.text import file_violation, parse_text, structure_violations
 from hetero_constructs.spec.file.walk import Reader
-from hetero_constructs.spec.training import Framework, MetricDefinition, TrainingSpec
+from hetero_constructs.spec.training import Framework, TrainingMetric, TrainingSpec
 from hetero_constructs.spec.violations import (
     SpecValidationError,
     Violation,
@@ -343,14 +343,12 @@ def _tags(reader: Reader, value: Any) -> Any:
     return tags
 
 
-def _metrics(reader: Reader, value: Any) -> tuple[MetricDefinition, ...]:
+def _metrics(reader: Reader, value: Any) -> tuple[TrainingMetric, ...]:
     metrics = []
     for index, raw in enumerate(reader.sequence("metric_definitions", value)):
         path = f"metric_definitions[{index}]"
         item = reader.mapping(path, raw, _METRIC_KEYS)
-        metric = reader.build(
-            path, MetricDefinition, name=item.get("Name"), regex=item.get("Regex")
-        )
+        metric = reader.build(path, TrainingMetric, name=item.get("Name"), regex=item.get("Regex"))
         if metric is not None:
             metrics.append(metric)
     return tuple(metrics)
@@ -394,3 +392,13 @@ def read_spec_file(path: str | os.PathLike[str]) -> SpecReading:
 def load_spec_file(path: str | os.PathLike[str]) -> TrainingSpec:
     """Read a spec file; raises ``SpecValidationError`` listing every problem of the file."""
     return read_spec_file(path).spec_or_raise()
+
+
+__all__ = [
+    "SCALARS",
+    "SpecReading",
+    "load_spec_file",
+    "read_spec",
+    "read_spec_file",
+    "spec_from_dict",
+]

@@ -89,3 +89,12 @@ SPEC_FILE_RULES = (
         "SDK v2 estimator.py",
     ),
 )
+
+
+__all__ = [
+    "DUPLICATE_KEY_RULE",
+    "MAX_SPEC_FILE_BYTES",
+    "MAX_YAML_NODES",
+    "SPEC_FILE_RULES",
+    "YAML_SIZE_RULE",
+]

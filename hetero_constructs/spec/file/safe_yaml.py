@@ -176,3 +176,9 @@ def load(text: str) -> Any:
         return loader.get_single_data()
     finally:
         loader.dispose()
+
+
+__all__ = [
+    "YamlLimitError",
+    "load",
+]

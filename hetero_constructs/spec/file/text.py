@@ -247,3 +247,10 @@ def _duplicate_violations(node: KeyedTwice, path: str) -> list[Violation]:
             )
         )
     return result
+
+
+__all__ = [
+    "file_violation",
+    "parse_text",
+    "structure_violations",
+]

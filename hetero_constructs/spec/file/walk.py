@@ -86,3 +86,8 @@ class Reader:
                     )
                 )
             return None
+
+
+__all__ = [
+    "Reader",
+]

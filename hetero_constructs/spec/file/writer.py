@@ -72,3 +72,8 @@ def _channel_to_dict(channel: TrainingChannel) -> dict[str, Any]:
         if value is not None and value != getattr(defaults, name):
             data[name] = value
     return data
+
+
+__all__ = [
+    "spec_to_dict",
+]

@@ -256,3 +256,16 @@ def environment(context: RuleContext) -> Iterator[Finding]:
             yield string_finding(f"environment.{key}", key, _ENV_KEY, "environment variable name")
         if misfits_string(context, value, _ENV_VALUE):
             yield string_finding(f"environment.{key}", value, _ENV_VALUE, "environment value")
+
+
+__all__ = [
+    "channel_options",
+    "channels",
+    "environment",
+    "hyperparameters",
+    "instance_group_name",
+    "instance_type",
+    "nearest_instance_type",
+    "s3_uris",
+    "training_job_name",
+]

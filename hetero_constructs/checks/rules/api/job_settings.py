@@ -293,3 +293,17 @@ def _mentions_token(context: RuleContext, value: object) -> bool:
     if isinstance(value, dict):
         return any(_mentions_token(context, v) for v in value.values())
     return bool(context.is_token(value))
+
+
+__all__ = [
+    "MAX_RUNTIME_SECONDS",
+    "checkpoint",
+    "kms_keys",
+    "metrics",
+    "network",
+    "resources",
+    "role",
+    "stopping",
+    "tags",
+    "whole_request",
+]

@@ -342,3 +342,20 @@ def processes_per_host(context: RuleContext) -> Iterator[Finding]:
                 "an integer >= 1 (usually the number of GPUs per instance)",
                 "set processes_per_host to the GPUs per instance, e.g. 8 on ml.p4d.24xlarge",
             )
+
+
+__all__ = [
+    "SDK_FW",
+    "distribution_type",
+    "launcher_framework",
+    "launcher_path",
+    "mpi_options",
+    "one_launcher",
+    "processes_per_host",
+    "pytorchddp_with_smdistributed",
+    "smddp_instance",
+    "smddp_version",
+    "torch_distributed_entry_point",
+    "torch_distributed_instance",
+    "torch_distributed_version",
+]

@@ -252,3 +252,14 @@ def pytorch_xla(context: RuleContext) -> Iterator[Finding]:
             "torch_distributed, pytorchddp, smdistributed, mpi",
             "use torch_distributed",
         )
+
+
+__all__ = [
+    "model_parallel_launcher",
+    "model_parallel_p5",
+    "model_parallel_parameters",
+    "model_parallel_v2_image",
+    "mwms_version",
+    "pytorch_xla",
+    "trainium_launcher",
+]
