@@ -59,7 +59,7 @@ test: setup lint
 
 # The whole suite again on the oldest supported versions (requirements/minimum.txt), in a
 # second virtualenv; the wheel test installs its wheel on those versions too. Template
-# snapshots are of what the locked aws-cdk-lib synthesizes: tests/packaging/snapshots_on_lock.py
+# snapshots are of what the locked aws-cdk-lib synthesizes: tests/fixtures/snapshots_on_lock.py
 # skips them here (older releases differ in CDK's own defaults).
 test-minimum: node_modules/.installed
 	test -x $(VENV_MINIMUM)/bin/python || python3 -m venv $(VENV_MINIMUM)
@@ -68,7 +68,7 @@ test-minimum: node_modules/.installed
 	JSII_NODE="$$($(VENV_MINIMUM)/bin/python -c 'from hetero_constructs.jsii_node import wheel_node; print(wheel_node())')" \
 	HETERO_CONSTRAINTS=$(MINIMUM) \
 	$(VENV_MINIMUM)/bin/python -m pytest -q -n 2 -p no:cacheprovider \
-		-p tests.packaging.snapshots_on_lock
+		-p tests.fixtures.snapshots_on_lock
 
 lint: setup
 	$(PY) -m ruff check .

@@ -17,7 +17,7 @@ os.environ.setdefault("CDK_DISABLE_CLI_TELEMETRY", "1")
 @pytest.fixture(scope="session")
 def example(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The example app, synthesized once per test session (aws_cdk is imported only here)."""
-    from tests.synthesized import synthesize
+    from tests.fixtures.example_app import synthesize
 
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
 
@@ -25,6 +25,6 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @pytest.fixture(scope="session")
 def stacks(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The hand-built stacks of ``tests/local/stacks.py``, synthesized once per test session."""
-    from tests.local.stacks import synthesize
+    from tests.fixtures.local_stacks import synthesize
 
     return synthesize(tmp_path_factory.mktemp("local-cdk.out"))

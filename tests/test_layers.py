@@ -160,3 +160,24 @@ def test_the_check_sees_the_imports_it_must() -> None:
     assert layer_of("hetero_constructs.checks.rules.api.job_inputs") == LAYERS.index(
         "hetero_constructs.checks"
     )
+
+
+def test_no_test_module_imports_another() -> None:
+    """Shared builders live in tests/fixtures; a test module imports none of its peers."""
+    imports = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            imports += [
+                f"{path.relative_to(ROOT)}: {name}"
+                for name in names
+                if name.startswith("tests.") and name.rpartition(".")[2].startswith("test_")
+            ]
+    assert imports == []

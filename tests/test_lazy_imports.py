@@ -13,7 +13,7 @@ import pytest
 
 import hetero_constructs
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def modules_after(statement: str) -> list[str]:

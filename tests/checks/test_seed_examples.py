@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.specs import ROLE, violations_of
+from tests.fixtures.specs import ROLE, violations_of
 
 COMMON = {"role": ROLE, "region": "us-west-2", "output_path": "s3://bucket/output"}
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.cli.aws import AwsOptions
-from tests.cli.fake_stack import MOTO_CONFIG, REGION, FakeStack, moto_gaps
+from tests.fixtures.fake_stack import MOTO_CONFIG, REGION, FakeStack, moto_gaps
 
 
 @pytest.fixture

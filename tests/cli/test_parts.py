@@ -17,8 +17,8 @@ from hetero_constructs.cli.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.cli.plan import PLACEHOLDER_ROLE_ARN
 from hetero_constructs.run.naming import preview_job_name
-from tests.cli.fake_stack import definition
-from tests.core.specs import DELETE, spec_dict
+from tests.fixtures.fake_stack import definition
+from tests.fixtures.specs import DELETE, spec_dict
 
 REPO = Path(__file__).parents[2]
 

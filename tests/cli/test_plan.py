@@ -14,7 +14,7 @@ import pytest
 
 from hetero_constructs.cli import main, timestamped_job_name
 from hetero_constructs.service.request_validator import botocore_validation_errors
-from tests.core.specs import spec_dict
+from tests.fixtures.specs import spec_dict
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "specs" / "hetero_torch_distributed.json"

@@ -22,7 +22,7 @@ import pytest
 
 from hetero_constructs.cli.aws import AwsOptions
 from hetero_constructs.run.naming import preview_job_name
-from tests.cli.fake_stack import (
+from tests.fixtures.fake_stack import (
     CONSTRUCT_PATH,
     MOTO_CONFIG,
     PREFIX,

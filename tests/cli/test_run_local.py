@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from hetero_constructs.cli import main
-from tests.local.stacks import Synthesized as Stacks
-from tests.synthesized import Synthesized
+from tests.fixtures.example_app import Synthesized
+from tests.fixtures.local_stacks import Synthesized as Stacks
 
 ROOT = Path(__file__).resolve().parents[2]
 CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ")

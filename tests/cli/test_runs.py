@@ -16,7 +16,7 @@ from hetero_constructs.cli.aws import RunClients
 from hetero_constructs.cli.follow import EXIT_INTERRUPTED, follow_run
 from hetero_constructs.cli.output import make_console
 from hetero_constructs.run.naming import preview_job_name
-from tests.cli.fake_stack import CONSTRUCT_PATH, PREFIX, STACK, FakeStack, Scenario
+from tests.fixtures.fake_stack import CONSTRUCT_PATH, PREFIX, STACK, FakeStack, Scenario
 
 REPO = Path(__file__).parents[2]
 

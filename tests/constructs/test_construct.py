@@ -31,33 +31,8 @@ from hetero_constructs import (
 )
 from hetero_constructs.constructs.packaging import source_bundle, tar_gz_bytes
 from hetero_constructs.constructs.runner import lambda_package
-from tests.cdk.templates import definitions, policy_statements, resources
-
-REPO = Path(__file__).parents[2]
-ROLE_FREE_GROUPS = [
-    InstanceGroup("data", "ml.c5.18xlarge", 1),
-    InstanceGroup("gpu", "ml.p4d.24xlarge", 2),
-]
-
-
-def spec(**changes: Any) -> TrainingSpec:
-    fields: dict[str, Any] = dict(
-        entry_point="train.py",
-        source_dir=str(REPO / "examples" / "hetero_training"),
-        framework_version="2.3.0",
-        py_version="py311",
-        instance_groups=ROLE_FREE_GROUPS,
-        channels=[TrainingChannel("train", "s3://data-bucket/train/", instance_groups=["data"])],
-        distribution=DistributedTraining.torch_distributed(instance_group="gpu"),
-        output_path="s3://data-bucket/output/",
-    )
-    fields.update(changes)
-    return TrainingSpec(**fields)
-
-
-def stack(region: str | None = "us-west-2") -> cdk.Stack:
-    env = cdk.Environment(region=region) if region else None
-    return cdk.Stack(cdk.App(), "Test", env=env)
+from tests.fixtures.construct_specs import REPO, spec, stack
+from tests.fixtures.templates import definitions, policy_statements, resources
 
 
 def test_every_violation_is_raised_with_the_construct_path() -> None:
@@ -372,7 +347,7 @@ def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) 
     assert any(n.startswith("botocore_data/sagemaker/") for n in names)
     assert not any("__pycache__" in n for n in names)
     assert not any(
-        n.startswith(("hetero_constructs/cdk", "hetero_constructs/runtime")) for n in names
+        n.startswith(("hetero_constructs/constructs", "hetero_constructs/runtime")) for n in names
     )
     script = (
         "import sys; sys.modules['yaml'] = None; sys.modules['aws_cdk'] = None; "

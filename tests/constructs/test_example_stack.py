@@ -14,14 +14,14 @@ from cfnlint import api as cfnlint
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.spec.file.reader import spec_from_dict
-from tests.cdk.templates import (
+from tests.fixtures.example_app import Synthesized
+from tests.fixtures.templates import (
     definitions,
     literal,
     policy_statements,
     resources,
     with_literal_definitions,
 )
-from tests.synthesized import Synthesized
 
 JOBS = "arn:aws:sagemaker:us-west-2:111122223333:training-job"
 DLC = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"

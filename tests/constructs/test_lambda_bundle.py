@@ -33,10 +33,10 @@ from hetero_constructs.constructs.lambda_bundle import (
 )
 from hetero_constructs.service import model as service_model
 from hetero_constructs.service.patterns import UNCHECKED_PATTERNS, translate_pattern
-from tests.core.specs import spec_dict
-from tests.core.test_rules import CASES, _materialize
+from tests.fixtures.rule_cases import CASES, materialize
+from tests.fixtures.specs import spec_dict
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "specs" / "hetero_torch_distributed.json"
 LIMIT = 65_536
 KEYS = ("member", "key", "value")
@@ -85,7 +85,7 @@ def specs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     example = json.loads(EXAMPLE.read_text())
     example["source_dir"] = str((EXAMPLE.parent / example["source_dir"]).resolve())
     cases = [
-        _materialize(case, dirs)
+        materialize(case, dirs)
         for failing, passing in CASES.values()
         for case in (*failing, *passing)
     ]

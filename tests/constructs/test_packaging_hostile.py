@@ -21,7 +21,7 @@ from hetero_constructs.constructs import packaging
 from hetero_constructs.constructs.packaging import source_bundle, tar_gz_bytes
 from hetero_constructs.constructs.permissions import Arns, S3Location, s3_read, s3_write
 from hetero_constructs.spec.source_tree import NotARegularFileError, read_regular_file
-from tests.blocking import outcome
+from tests.fixtures.blocking import outcome
 
 # Packaging reads and compresses the whole tree: more time than a plan before it counts as blocked.
 PACKAGING_SECONDS = 10.0

@@ -11,7 +11,7 @@ import pytest
 from hetero_constructs import HeterogeneousTrainingJob, InstanceGroup
 from hetero_constructs.deployability.catalogue import measure_template
 from hetero_constructs.deployability.quota import StackTemplate
-from tests.cdk.test_construct import spec
+from tests.fixtures.construct_specs import spec
 
 JOBS_PER_STACK = 50
 # VPC, keys and encryption add ~18 KB of template per job: 53 fit (benchmarks/bench_capacity.py).

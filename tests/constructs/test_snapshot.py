@@ -12,7 +12,7 @@ import pytest
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from hetero_constructs import normalized_template
-from tests.synthesized import Synthesized
+from tests.fixtures.example_app import Synthesized
 
 
 @pytest.fixture

@@ -33,7 +33,7 @@ from hetero_constructs.spec.file import distribution as file_distribution
 from hetero_constructs.spec.file import reader as spec_file
 from hetero_constructs.spec.file.reader import spec_from_dict
 from hetero_constructs.spec.training import TrainingMetric, TrainingSpec
-from tests.cdk.templates import definitions, policy_statements, resources
+from tests.fixtures.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]
 EXAMPLE = REPO / "examples" / "specs" / "hetero_torch_distributed.json"

@@ -17,8 +17,8 @@ from hetero_constructs import (
     SpecValidationError,
     bucket_uri,
 )
-from tests.cdk.templates import definitions, policy_statements
-from tests.cdk.test_construct import REPO, spec, stack
+from tests.fixtures.construct_specs import REPO, spec, stack
+from tests.fixtures.templates import definitions, policy_statements
 
 SPEC_FILE = REPO / "examples" / "specs" / "hetero_torch_distributed.json"
 DEFAULT_MARGIN = 6 * 3600

@@ -14,25 +14,13 @@ from hetero_constructs.deployability import worst_case
 from hetero_constructs.deployability.catalogue import QUOTAS, check_template, measure_template
 from hetero_constructs.deployability.deploy_time import KnownValues
 from hetero_constructs.deployability.quota import Limits, Measurement, StackTemplate
+from tests.fixtures.templates import document
 
 ROLE = {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}}}
 
 
 def role(**properties: Any) -> dict[str, Any]:
     return {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {}, **properties}}
-
-
-def document(characters: int) -> dict[str, Any]:
-    """A policy document of exactly ``characters`` as IAM counts them (compact, no spaces)."""
-    base = {
-        "Version": "2012-10-17",
-        "Statement": [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": ""}],
-    }
-    empty = len(json.dumps(base, separators=(",", ":")))
-    assert characters >= empty
-    base["Statement"][0]["Resource"] = "arn:aws:s3:::" + "b" * (characters - empty - 13)
-    assert len(json.dumps(base, separators=(",", ":"))) == characters
-    return base
 
 
 def violated(template: dict[str, Any], limits: Limits | None = None, **stack: Any) -> list[str]:

@@ -35,8 +35,8 @@ from hetero_constructs.deployability.plugin import (
     enable_deployability_checks,
 )
 from hetero_constructs.deployability.quota import StackTemplate
-from tests.cdk.test_construct import spec
-from tests.cdk.test_deployability_quotas import document
+from tests.fixtures.construct_specs import spec
+from tests.fixtures.templates import document
 
 STACK = "Quota"
 REGION = "us-west-2"

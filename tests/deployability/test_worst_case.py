@@ -11,8 +11,8 @@ from hetero_constructs.deployability.catalogue import measure_template
 from hetero_constructs.deployability.deploy_time import UNKNOWN_LENGTH, KnownValues, partition_facts
 from hetero_constructs.deployability.quota import StackTemplate
 from hetero_constructs.deployability.worst_case import WorstCase
-from tests.cdk.templates import literal
-from tests.synthesized import Synthesized
+from tests.fixtures.example_app import Synthesized
+from tests.fixtures.templates import literal
 
 ARN = {
     "Fn::Join": [

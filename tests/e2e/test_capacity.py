@@ -19,8 +19,8 @@ from hetero_constructs import (
     TrainingErrors,
 )
 from hetero_constructs.local import LocalCloud
-from tests.cdk.templates import definitions, policy_statements
-from tests.cdk.test_construct import spec
+from tests.fixtures.construct_specs import spec
+from tests.fixtures.templates import definitions, policy_statements
 
 CAPACITY = "Failed:CapacityError: Unable to provision requested ML compute capacity."
 GROUPS = [

@@ -10,7 +10,7 @@ import pytest
 
 from hetero_constructs import TrainingErrors
 from hetero_constructs.local import LocalCloud
-from tests.synthesized import Synthesized
+from tests.fixtures.example_app import Synthesized
 
 
 @pytest.fixture

@@ -29,8 +29,8 @@ from constructs import Construct
 from hetero_constructs import HeterogeneousTrainingTask
 from hetero_constructs.local import LocalCloud
 from hetero_constructs.run import lifecycle
-from tests.cdk.test_construct import spec
-from tests.e2e.test_faults import Harness, _record, reconcile_passes
+from tests.fixtures.construct_specs import spec
+from tests.fixtures.harness import Harness, reconcile_passes, record_calls
 
 #: The timed state machine's timeout: well after its job exists (its submit takes a fraction
 #: of a second here, a few seconds on a loaded machine).
@@ -107,7 +107,7 @@ def harness(ending: Path) -> Iterator[Harness]:
         cloud.deploy(ending)
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, "", events.environment["TOKEN_TABLE"], events.name)
-        _record(harness)
+        record_calls(harness)
         yield harness
 
 

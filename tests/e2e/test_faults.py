@@ -15,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
@@ -24,15 +23,8 @@ import pytest
 from hetero_constructs.constructs.job import DEFAULT_CAPACITY_RETRY
 from hetero_constructs.local import ExecutionResult, LocalCloud
 from hetero_constructs.run import lifecycle
-from tests.synthesized import Synthesized
-
-
-def on_calls(event: str, handler: Callable[..., Any], **options: Any) -> None:
-    """Register ``handler`` for a botocore ``event`` of every client of the default session (the
-    Lambdas' clients too)."""
-    session = boto3.DEFAULT_SESSION
-    assert session is not None
-    session.events.register(event, handler, **options)
+from tests.fixtures.example_app import Synthesized
+from tests.fixtures.harness import Harness, on_calls, reconcile_passes, record_calls
 
 
 def answer(status: int, parsed: dict[str, Any]) -> Any:
@@ -44,103 +36,6 @@ def answer(status: int, parsed: dict[str, Any]) -> Any:
     return AWSResponse("https://local.invalid/", status, {}, None), {**parsed, **metadata}
 
 
-@dataclass
-class Call:
-    """One API call a handler made (any client of the default session), and its answer."""
-
-    service: str
-    operation: str
-    params: dict[str, Any]
-    error: str | None = None
-
-
-@dataclass
-class Harness:
-    """The deployed example, the calls its Lambdas made, and views of its run table."""
-
-    cloud: LocalCloud
-    machine: str
-    table: str
-    events_function: str
-    calls: list[Call] = field(default_factory=list)
-
-    def run(self, name: str, execution_input: Any = None, **options: Any) -> ExecutionResult:
-        options.setdefault("timeout", 30)
-        return self.cloud.run(self.machine, execution_input, name=name, **options)
-
-    def items(self, kind: str) -> list[dict[str, Any]]:
-        """The run table's items whose key starts with ``kind`` (``job#`` or ``slot#``)."""
-        dynamodb = boto3.session.Session().client("dynamodb", region_name=self.cloud.region)
-        items = dynamodb.scan(TableName=self.table)["Items"]
-        return [item for item in items if item["pk"]["S"].startswith(kind)]
-
-    def job_items(self) -> list[str]:
-        return [item["pk"]["S"] for item in self.items("job#")]
-
-    def reports(self) -> list[Call]:
-        """Every SendTaskSuccess / SendTaskFailure the Lambdas made that the service accepted."""
-        return [
-            c
-            for c in self.calls
-            if c.operation in ("SendTaskSuccess", "SendTaskFailure") and c.error is None
-        ]
-
-    def status(self, job: str) -> str:
-        return self.cloud.training.attempt(job).status
-
-    def reconcile(self) -> None:
-        """One pass of the scheduled reconciler, and whatever it causes."""
-        assert self.cloud.fire_schedules() == 1
-
-    def stopped_jobs_end(self) -> None:
-        """SageMaker ends the jobs that are stopping (a stopped job ends as Stopped)."""
-        for attempt in list(self.cloud.training.attempts):
-            if attempt.status == "Stopping":
-                self.cloud.end_training_job(attempt.name)
-
-    def orphan_is_stopped_by_one_reconcile_pass(self, job: str) -> None:
-        """``job`` runs on with nobody waiting; one reconciler pass stops it, nothing is left."""
-        assert self.status(job) == "InProgress"
-        assert self.job_items() == [f"job#{job}"]
-        self.reconcile()
-        assert self.cloud.training.stopped_jobs == [job]
-        self.stopped_jobs_end()
-        assert self.status(job) == "Stopped"
-        assert self.job_items() == []
-        assert self.reports() == []
-
-    def after(self, service: str, operation: str, count: int, then: Callable[[], Any]) -> None:
-        """Call ``then`` once, after the ``count``-th call of ``operation`` by any handler."""
-        seen = [0]
-
-        def hook(**_: Any) -> None:
-            seen[0] += 1
-            if seen[0] == count:
-                then()
-
-        on_calls(f"after-call.{service}.{operation}", hook)
-
-
-def _record(harness: Harness) -> None:
-    lock = threading.Lock()
-
-    def before(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-        context["recorded-params"] = dict(params)
-
-    def after(model: Any, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-        call = Call(
-            model.service_model.service_name,
-            model.name,
-            context.get("recorded-params", {}),
-            parsed.get("Error", {}).get("Code"),
-        )
-        with lock:
-            harness.calls.append(call)
-
-    on_calls("before-parameter-build", before, unique_id="faults-test-params")
-    on_calls("after-call", after, unique_id="faults-test-record")
-
-
 @pytest.fixture
 def harness(example: Synthesized) -> Iterator[Harness]:
     with LocalCloud() as cloud:
@@ -148,7 +43,7 @@ def harness(example: Synthesized) -> Iterator[Harness]:
         (machine,) = cloud.state_machines
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, machine, events.environment["TOKEN_TABLE"], events.name)
-        _record(harness)
+        record_calls(harness)
         yield harness
 
 
@@ -170,10 +65,6 @@ def cause(result: ExecutionResult) -> dict[str, Any]:
 
 def history_types(result: ExecutionResult) -> list[str]:
     return [event["type"] for event in result.history]
-
-
-def reconcile_passes(cloud: LocalCloud) -> int:
-    return sum(1 for i in cloud.lambdas.invocations if i.event == {"action": "reconcile"})
 
 
 # -- the execution is stopped while the submit Lambda runs ---------------------------------------
@@ -444,7 +335,7 @@ def test_a_repeated_settle_does_not_hand_the_old_end_to_the_task_s_retry(
         cloud.deploy(template, template_dir=example.outdir)
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, cloud.state_machines[0], events.environment["TOKEN_TABLE"], "")
-        _record(harness)
+        record_calls(harness)
         harness.after(
             "sfn",
             "SendTaskFailure",

@@ -14,7 +14,7 @@ from hetero_constructs.local import LocalCloud
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.spec.file.reader import spec_from_dict
-from tests.synthesized import Synthesized
+from tests.fixtures.example_app import Synthesized
 
 
 @pytest.fixture

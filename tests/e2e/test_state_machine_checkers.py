@@ -20,8 +20,8 @@ from statelint.config import Config
 from statelint.linter import Linter
 from statelint.problem import ProblemType
 
-from tests.cdk.templates import definitions
-from tests.e2e.test_composition import ComposedStack, ManyTasksStack, NestedStack
+from tests.fixtures.composed_stacks import ComposedStack, ManyTasksStack, NestedStack
+from tests.fixtures.templates import definitions
 
 ROOT = Path(__file__).resolve().parents[2]
 ASL_VALIDATOR = ROOT / "node_modules" / "asl-validator" / "dist" / "bin" / "asl-validator.js"

@@ -9,7 +9,7 @@ import boto3
 import pytest
 
 from hetero_constructs.local import LocalCloud
-from tests.local.stacks import Synthesized
+from tests.fixtures.local_stacks import Synthesized
 
 CAPACITY = "CapacityError: Unable to provision requested ML compute capacity."
 

@@ -77,7 +77,7 @@ def test_pins_read_name_version_lines_only(tmp_path: Path) -> None:
 
 
 def test_the_snapshot_plugin_reads_the_locked_aws_cdk_lib() -> None:
-    from tests.packaging.snapshots_on_lock import locked_version
+    from tests.fixtures.snapshots_on_lock import locked_version
 
     assert locked_version("aws-cdk-lib") == LOCK["aws-cdk-lib"]
     with pytest.raises(LookupError, match="pins no"):

@@ -13,9 +13,9 @@ from hetero_constructs.request.context import RuleContext, cached_property
 from hetero_constructs.request.hyperparameters import encode
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.training import TrainingSpec
-from tests.core.specs import spec_dict
-from tests.core.test_properties import spec_dicts
-from tests.core.test_rules import CASES
+from tests.fixtures.rule_cases import CASES
+from tests.fixtures.specs import spec_dict
+from tests.fixtures.strategies import spec_dicts
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),

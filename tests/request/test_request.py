@@ -15,7 +15,7 @@ from hetero_constructs.spec.distribution import DistributedTraining
 from hetero_constructs.spec.file.reader import spec_from_dict
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError
-from tests.core.specs import HOMOGENEOUS, ROLE, spec_dict, with_gpu_group
+from tests.fixtures.specs import HOMOGENEOUS, ROLE, spec_dict, with_gpu_group
 
 ON = {"enabled": True}
 

@@ -11,7 +11,7 @@ from hetero_constructs.run.overrides import STEP_FUNCTIONS_KEY_PREFIX, apply_ove
 from hetero_constructs.spec.file.reader import read_spec, spec_from_dict
 from hetero_constructs.spec.file.writer import spec_to_dict
 from hetero_constructs.spec.violations import MAX_REPORTED_VIOLATIONS, Violation
-from tests.core.specs import spec_dict
+from tests.fixtures.specs import spec_dict
 
 # The spec as the submit Lambda gets it: channel train at s3://bucket/train (no slash).
 SPEC = spec_to_dict(spec_from_dict(spec_dict()))

@@ -32,8 +32,8 @@ from hetero_constructs.spec.file.reader import read_spec, read_spec_file
 from hetero_constructs.spec.file.rules import MAX_SPEC_FILE_BYTES, MAX_YAML_NODES
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError, Violation, render_value
-from tests.blocking import finishes
-from tests.core.specs import BASE, spec_dict, violations_of
+from tests.fixtures.blocking import finishes
+from tests.fixtures.specs import BASE, spec_dict, violations_of
 
 # "Well under a second" of CPU time, far below a hang.
 QUICK = 0.5

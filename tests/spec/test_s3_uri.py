@@ -11,7 +11,7 @@ from hetero_constructs.spec.s3_uri import (
     has_dot_segment,
     key_patterns,
 )
-from tests.core.specs import spec_dict, violations_of
+from tests.fixtures.specs import spec_dict, violations_of
 
 
 @pytest.mark.parametrize(

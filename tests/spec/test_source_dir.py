@@ -19,8 +19,8 @@ import pytest
 
 from hetero_constructs.spec.source_tree import scan
 from hetero_constructs.spec.violations import Violation
-from tests.blocking import finishes
-from tests.core.specs import spec_dict, violations_of
+from tests.fixtures.blocking import finishes
+from tests.fixtures.specs import spec_dict, violations_of
 
 
 @pytest.fixture

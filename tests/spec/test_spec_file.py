@@ -14,7 +14,7 @@ from hetero_constructs.spec.file.distribution import distribution_from_sdk_dict
 from hetero_constructs.spec.file.reader import load_spec_file, read_spec, spec_from_dict
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError
-from tests.core.specs import BASE, spec_dict, violations_of
+from tests.fixtures.specs import BASE, spec_dict, violations_of
 
 REPO = Path(__file__).parents[2]
 

@@ -26,7 +26,7 @@ from hetero_constructs.planning import plan
 from hetero_constructs.service import request_validator
 from hetero_constructs.spec.file.reader import read_spec_file
 from hetero_constructs.spec.violations import SpecValidationError, Violation
-from tests.core.specs import BASE, HOMOGENEOUS, spec_dict
+from tests.fixtures.specs import BASE, HOMOGENEOUS, spec_dict
 
 # CPU seconds per file; a reader that has not answered after HANG_SECONDS of wall time hangs.
 SECONDS_PER_FILE = 1.0
