@@ -29,7 +29,7 @@ except ImportError:
 
 def history_events(durations: list[timedelta]) -> list[int]:
     from hetero_constructs.local import LocalCloud
-    from tests.synthesized import synthesize
+    from tests.fixtures.example_app import synthesize
 
     example = synthesize(Path(tempfile.mkdtemp(prefix="bench-runs-")))
     counts = []

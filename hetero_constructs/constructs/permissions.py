@@ -132,7 +132,7 @@ class Arns:
 class S3Location:
     """``s3://bucket/prefix`` split into its bucket and key prefix (tokens allowed).
 
-    A prefix is granted at a path boundary (``core.s3_uri.key_patterns``): ``s3://b/train``
+    A prefix is granted at a path boundary (``spec.s3_uri.key_patterns``): ``s3://b/train``
     grants the object ``train`` and ``train/*``, never ``train*``, which would also cover the
     sibling ``train-nightly/``.
     """

@@ -29,7 +29,7 @@ MAX_YAML_NODES = 5_000
 YAML_SIZE_RULE = "SPEC-YAML-SIZE"
 
 
-# Rules of the file itself, for the catalogue (the semantic rules live in core.rules).
+# Rules of the file itself, for the catalogue (the semantic rules live in checks.rules).
 SPEC_FILE_RULES = (
     (
         "SPEC-FILE",
