@@ -43,19 +43,21 @@ ERROR_PREFIX = "HeteroTraining."
 class Errors:
     """The error names a training task fails with (``add_retry`` / ``add_catch`` match them).
 
-    Every failure's cause is a JSON object with ``TrainingJobName``, ``TrainingJobStatus``,
-    ``SecondaryStatus`` and ``FailureReason`` (plus ``violations`` for invalid overrides).
+    One attribute per name, the name's last part in capitals (``HeteroTraining.CapacityError``
+    is ``Errors.CAPACITY_ERROR``). Every failure's cause is a JSON object with
+    ``TrainingJobName``, ``TrainingJobStatus``, ``SecondaryStatus`` and ``FailureReason`` (plus
+    ``violations`` for invalid overrides).
     """
 
     #: The job could not get its instances: FailureReason starts with ``CapacityError``, or the
     #: job was stopped while still pending for capacity (MaxPendingTime, spot MaxWaitTime).
-    CAPACITY = f"{ERROR_PREFIX}CapacityError"
+    CAPACITY_ERROR = f"{ERROR_PREFIX}CapacityError"
     #: CreateTrainingJob answered ``ResourceLimitExceeded`` (an account quota); no job exists.
-    RESOURCE_LIMIT = f"{ERROR_PREFIX}ResourceLimitExceeded"
+    RESOURCE_LIMIT_EXCEEDED = f"{ERROR_PREFIX}ResourceLimitExceeded"
     #: The job failed for any other reason (algorithm or client error); cause: FailureReason.
     TRAINING_FAILED = f"{ERROR_PREFIX}TrainingFailed"
     #: The job reached its maximum runtime (``max_run``) and was stopped by SageMaker.
-    MAX_RUNTIME = f"{ERROR_PREFIX}MaxRuntimeExceeded"
+    MAX_RUNTIME_EXCEEDED = f"{ERROR_PREFIX}MaxRuntimeExceeded"
     #: The job was stopped by someone else (StopTrainingJob outside this run).
     STOPPED = f"{ERROR_PREFIX}Stopped"
     #: The execution input broke a rule; no job was created. Cause: the violations.
@@ -66,17 +68,22 @@ class Errors:
     THROTTLED = f"{ERROR_PREFIX}Throttled"
 
     ALL = (
-        CAPACITY,
-        RESOURCE_LIMIT,
+        CAPACITY_ERROR,
+        RESOURCE_LIMIT_EXCEEDED,
         TRAINING_FAILED,
-        MAX_RUNTIME,
+        MAX_RUNTIME_EXCEEDED,
         STOPPED,
         INVALID_OVERRIDES,
         JOB_NAME_TAKEN,
         THROTTLED,
     )
     #: What a capacity retry retries: no instances, or no quota. Never a training failure.
-    CAPACITY_RETRYABLE = (CAPACITY, RESOURCE_LIMIT)
+    CAPACITY_RETRYABLE = (CAPACITY_ERROR, RESOURCE_LIMIT_EXCEEDED)
+
+    # The earlier, shorter names of three of them, kept working.
+    CAPACITY = CAPACITY_ERROR
+    RESOURCE_LIMIT = RESOURCE_LIMIT_EXCEEDED
+    MAX_RUNTIME = MAX_RUNTIME_EXCEEDED
 
 
 _PENDING = ("Starting", "Pending", "LaunchingMLInstances")
@@ -87,11 +94,11 @@ def failure_error(job: Mapping[str, Any]) -> str:
     reason = str(job.get("FailureReason") or "")
     secondary = job.get("SecondaryStatus")
     if reason.startswith("CapacityError") or secondary == "MaxWaitTimeExceeded":
-        return Errors.CAPACITY
+        return Errors.CAPACITY_ERROR
     if secondary == "MaxRuntimeExceeded":
-        return Errors.MAX_RUNTIME
+        return Errors.MAX_RUNTIME_EXCEEDED
     if job.get("TrainingJobStatus") == "Stopped":
-        return Errors.CAPACITY if _stopped_while_pending(job) else Errors.STOPPED
+        return Errors.CAPACITY_ERROR if _stopped_while_pending(job) else Errors.STOPPED
     return Errors.TRAINING_FAILED
 
 

@@ -145,7 +145,7 @@ def test_retries_exhausted_end_with_the_capacity_error_and_its_cause(
     local, machine = cloud
     result = local.run(machine, {}, name="no-capacity", outcomes=[CAPACITY] * 4)
     assert result.status == "FAILED"
-    assert result.error == TrainingErrors.CAPACITY
+    assert result.error == TrainingErrors.CAPACITY_ERROR
     cause = json.loads(result.cause or "{}")
     assert cause["TrainingJobName"] == result.submitted_requests[-1]["TrainingJobName"]
     assert cause["TrainingJobStatus"] == "Failed"
@@ -185,8 +185,8 @@ def test_the_run_timeout_accounts_for_the_retries(
     (definition,) = definitions(synthesized[1]).values()
     task = definition["States"]["Run training job"]
     attempt = task["TimeoutSeconds"]
-    (capacity,) = [r for r in task["Retry"] if TrainingErrors.CAPACITY in r["ErrorEquals"]]
-    assert capacity["ErrorEquals"] == [TrainingErrors.CAPACITY, TrainingErrors.RESOURCE_LIMIT]
+    (capacity,) = [r for r in task["Retry"] if TrainingErrors.CAPACITY_ERROR in r["ErrorEquals"]]
+    assert capacity["ErrorEquals"] == [TrainingErrors.CAPACITY_ERROR, TrainingErrors.RESOURCE_LIMIT_EXCEEDED]
     assert capacity["MaxAttempts"] == 3
     waits = 300 + 600 + 1200
     assert definition["TimeoutSeconds"] == 4 * attempt + waits + 3600
@@ -221,7 +221,7 @@ def test_capacity_retry_is_one_call_away_on_the_task_and_off_with_none() -> None
     found = {}
     for logical_id, definition in definitions(Template.from_stack(stack).to_json()).items():
         retries = definition["States"]["Run training job"]["Retry"]
-        found[logical_id[:3]] = [r for r in retries if TrainingErrors.CAPACITY in r["ErrorEquals"]]
+        found[logical_id[:3]] = [r for r in retries if TrainingErrors.CAPACITY_ERROR in r["ErrorEquals"]]
     assert found["Job"] == []
     (quick,) = found["Qui"]
     assert quick["MaxAttempts"] == 1 and quick["IntervalSeconds"] == 30

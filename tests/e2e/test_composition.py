@@ -84,7 +84,7 @@ def test_uncaught_errors_fail_the_execution_with_their_name(cloud: LocalCloud) -
         cloud.state_machine("composed-jsonpath"), {}, name="path-capacity", outcomes=[CAPACITY]
     )
     assert result.status == "FAILED"
-    assert result.error == TrainingErrors.CAPACITY
+    assert result.error == TrainingErrors.CAPACITY_ERROR
 
 
 def test_jsonata_task_takes_overrides_and_gives_outputs(cloud: LocalCloud) -> None:

@@ -69,13 +69,13 @@ def job(
 def test_stopped_while_pending_for_capacity_is_a_capacity_error(
     secondary: str, transitions: list[dict[str, str]]
 ) -> None:
-    assert failure_error(job("Stopped", secondary, transitions)) == Errors.CAPACITY
+    assert failure_error(job("Stopped", secondary, transitions)) == Errors.CAPACITY_ERROR
 
 
 def test_capacity_named_only_by_the_failure_reason_is_a_capacity_error() -> None:
     reason = "Training job exceeded MaxPendingTimeInSeconds waiting for capacity"
     described = job("Stopped", "Stopped", [LAUNCHING, STOPPING, STOPPED], reason)
-    assert failure_error(described) == Errors.CAPACITY
+    assert failure_error(described) == Errors.CAPACITY_ERROR
 
 
 @pytest.mark.parametrize(
@@ -98,19 +98,19 @@ def test_a_job_stopped_otherwise_is_stopped(
 def test_spot_max_wait_exceeded_is_a_capacity_error_whatever_the_transitions() -> None:
     # Spot: no capacity within MaxWaitTimeInSeconds; SageMaker names it in the secondary status.
     described = job("Stopped", "MaxWaitTimeExceeded", [LAUNCHING, TRAINING, STOPPED])
-    assert failure_error(described) == Errors.CAPACITY
+    assert failure_error(described) == Errors.CAPACITY_ERROR
 
 
 @pytest.mark.parametrize(
     ("status", "secondary", "transitions", "reason", "error"),
     [
-        ("Stopped", "MaxRuntimeExceeded", [LAUNCHING, TRAINING], None, Errors.MAX_RUNTIME),
+        ("Stopped", "MaxRuntimeExceeded", [LAUNCHING, TRAINING], None, Errors.MAX_RUNTIME_EXCEEDED),
         (
             "Failed",
             "Failed",
             [LAUNCHING, {"Status": "Failed"}],
             "CapacityError: Unable to provision requested ML compute capacity.",
-            Errors.CAPACITY,
+            Errors.CAPACITY_ERROR,
         ),
         (
             "Failed",
@@ -131,3 +131,18 @@ def test_the_other_endings(
     error: str,
 ) -> None:
     assert failure_error(job(status, secondary, transitions, reason)) == error
+
+
+def test_every_error_name_has_its_attribute_named_after_it() -> None:
+    """``HeteroTraining.CapacityError`` is ``Errors.CAPACITY_ERROR``, and so on for each."""
+    for name in Errors.ALL:
+        suffix = name.removeprefix("HeteroTraining.")
+        attribute = "".join(f"_{c}" if c.isupper() else c.upper() for c in suffix).lstrip("_")
+        assert getattr(Errors, attribute) == name, attribute
+    assert len(set(Errors.ALL)) == len(Errors.ALL) == 8
+    # The earlier names still answer, with the same values.
+    assert (Errors.CAPACITY, Errors.RESOURCE_LIMIT, Errors.MAX_RUNTIME) == (
+        Errors.CAPACITY_ERROR,
+        Errors.RESOURCE_LIMIT_EXCEEDED,
+        Errors.MAX_RUNTIME_EXCEEDED,
+    )
