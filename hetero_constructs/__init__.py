@@ -40,6 +40,14 @@ _LAZY: dict[str, str] = {
     "TrainingEnvironmentError": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.constructs.job",
     "HeterogeneousTrainingTask": "hetero_constructs.constructs.task",
+    **dict.fromkeys(
+        (
+            "HeterogeneousTrainingProps",
+            "HeterogeneousTrainingTaskProps",
+            "HeterogeneousTrainingJobProps",
+        ),
+        "hetero_constructs.constructs.props",
+    ),
     "CapacityRetry": "hetero_constructs.constructs.retries",
     "enable_deployability_checks": "hetero_constructs.deployability.plugin",
     "TrainingRunner": "hetero_constructs.constructs.runner",
@@ -52,6 +60,15 @@ if TYPE_CHECKING:
         HeterogeneousTrainingJob as HeterogeneousTrainingJob,
     )
     from hetero_constructs.constructs.permissions import bucket_uri as bucket_uri
+    from hetero_constructs.constructs.props import (
+        HeterogeneousTrainingJobProps as HeterogeneousTrainingJobProps,
+    )
+    from hetero_constructs.constructs.props import (
+        HeterogeneousTrainingProps as HeterogeneousTrainingProps,
+    )
+    from hetero_constructs.constructs.props import (
+        HeterogeneousTrainingTaskProps as HeterogeneousTrainingTaskProps,
+    )
     from hetero_constructs.constructs.retries import CapacityRetry as CapacityRetry
     from hetero_constructs.constructs.runner import TrainingRunner as TrainingRunner
     from hetero_constructs.constructs.task import (

@@ -15,6 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_NAMES = {
     "HeterogeneousTrainingJob",
     "HeterogeneousTrainingTask",
+    "HeterogeneousTrainingProps",
+    "HeterogeneousTrainingTaskProps",
+    "HeterogeneousTrainingJobProps",
     "TrainingRunner",
     "CapacityRetry",
     "enable_deployability_checks",

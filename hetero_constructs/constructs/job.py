@@ -11,10 +11,10 @@ import math
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Self
 
 import jsii
-from aws_cdk import CfnOutput, Duration, RemovalPolicy
+from aws_cdk import CfnOutput, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
@@ -28,11 +28,16 @@ from constructs import Construct
 
 from hetero_constructs.constructs import permissions
 from hetero_constructs.constructs.job_names import job_name_prefix_of
-from hetero_constructs.constructs.paths import child_path, remember_path
-from hetero_constructs.constructs.retries import CapacityRetry
+from hetero_constructs.constructs.paths import child_path
+from hetero_constructs.constructs.props import (
+    HeterogeneousTrainingJobProps,
+    HeterogeneousTrainingTaskProps,
+    keyword_props,
+    shared_props,
+)
 from hetero_constructs.constructs.runner import ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task import OwnStateMachineTask
-from hetero_constructs.constructs.task_spec import spec_from_file, split_spec_fields
+from hetero_constructs.constructs.task_spec import spec_from_file
 from hetero_constructs.constructs.task_state import STRING_TOKEN
 from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.planning import plan
@@ -40,11 +45,9 @@ from hetero_constructs.run import lifecycle
 from hetero_constructs.run.overrides import apply_overrides
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.file.writer import spec_to_dict
-from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 _TASK_ID = "Task"
-DEFAULT_CAPACITY_RETRY = CapacityRetry()
 _STATE_NAME = "Run training job"
 _SUCCEEDED = "Training completed"
 _FAILED = "Training failed"
@@ -54,83 +57,40 @@ _FAILED_COMMENT = "Carries the HeteroTraining.* error and its cause."
 _STATE_MACHINE_ID = "Resource"
 
 
-@jsii.implements(ec2.IConnectable)
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
 class HeterogeneousTrainingJob(Construct):
     """A SageMaker training job (heterogeneous or homogeneous), validated at synth time.
 
-    Every rule of ``hetero_constructs.checks`` runs when the construct is created; the first error
-    lists every violation with this construct's path. CDK tokens are skipped, not guessed.
+    Takes the fields of ``HeterogeneousTrainingJobProps`` as keywords (``spec=...``, the shared
+    training props, its state machine's). Every rule of ``hetero_constructs.checks`` runs when
+    the construct is created; the first error lists every violation with this construct's path.
+    CDK tokens are skipped, not guessed.
 
     ``state_machine``'s executions each run one training job to its end (input: the overrides,
     see the README); ``task`` is its ``HeterogeneousTrainingTask``. The state machine's ARN is a
-    stack output (``hetero-train run STACK/ID`` finds it).
+    stack output (``hetero-train run STACK/ID`` finds it). ``grant_principal`` is the execution
+    role the training jobs run with (``bucket.grant_read(job)``); ``grant_start_execution``
+    lets a principal start runs; the ``metric_*`` methods are those of the state machine's
+    executions, and ``metric_dead_letters`` the runner's.
     """
 
+    @keyword_props(HeterogeneousTrainingJobProps)
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        spec: TrainingSpec,
-        role: iam.IRole | None = None,
-        job_name_prefix: str | None = None,
-        volume_encryption_key: kms.IKey | None = None,
-        output_encryption_key: kms.IKey | None = None,
-        include_runtime_helper: bool = True,
-        completion_margin: Duration | None = None,
-        log_retention: logs.RetentionDays | None = None,
-        log_encryption_key: kms.IKey | None = None,
-        include_execution_data: bool = False,
-        schedule: events.Schedule | None = None,
-        schedule_input: Mapping[str, Any] | None = None,
-        alarm_topic: sns.ITopic | None = None,
-        capacity_retry: CapacityRetry | None = DEFAULT_CAPACITY_RETRY,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        acknowledgments: Mapping[str, str] | None = None,
+        self, scope: Construct, construct_id: str, props: HeterogeneousTrainingJobProps
     ) -> None:
-        """
-        :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
-        :param role: the SageMaker execution role; by default one is created with least privilege.
-        :param job_name_prefix: every job name starts with it; default: the spec's
-            ``base_job_name``, else the id plus a digest.
-        :param volume_encryption_key: KMS key for the ML storage volumes (sets volume_kms_key).
-        :param output_encryption_key: KMS key for the model artifacts (sets output_kms_key).
-        :param include_runtime_helper: ship ``hetero_runtime`` (instance-group facts) in the code.
-        :param completion_margin: time beyond max_run (or max_wait with spot) for startup and
-            upload before the wait for completion times out; default 6 hours.
-        :param log_retention: with ``log_encryption_key``: retention of this job's own log group.
-        :param log_encryption_key: give the state machine a log group of its own, encrypted
-            with this key; by default the stack's training state machines share one.
-        :param include_execution_data: log execution inputs and outputs too. They carry the
-            overrides and task tokens, so this is off by default; on, the log group holds them.
-        :param schedule: start executions on this schedule, with ``schedule_input`` as input.
-        :param schedule_input: the execution input (overrides) of scheduled runs.
-        :param alarm_topic: SNS topic for the alarm on failed, timed-out and aborted executions.
-        :param capacity_retry: retries on capacity and resource-limit failures, each on the next
-            fallback of the instance groups; ``None`` turns them off. Default: 3 retries, 5
-            minutes doubling, at most an hour apart.
-        :param vpc: run the jobs in this VPC (instead of the spec's raw subnet ids).
-        :param vpc_subnets: which of its subnets; default: the private ones.
-        :param security_groups: the jobs' security groups; by default one that lets a job's
-            instances reach each other.
-        :param acknowledgments: warning rules weighed for this job, rule id -> reason; recorded
-            in the template's metadata. Errors cannot be acknowledged.
-        """
         super().__init__(scope, construct_id)
-        self.path: str = child_path(scope, construct_id)
-        remember_path(self, self.path)
-        if schedule_input is not None and schedule is None:
+        scope_path = scope.node.path
+        self.path: str = child_path(scope_path, construct_id)
+        if props.schedule_input is not None and props.schedule is None:
             raise ValueError(
                 f"{self.path}: schedule_input is given without a schedule. "
                 "Fix: pass schedule=events.Schedule.rate(...) too."
             )
-        prefix = job_name_prefix_of(spec, job_name_prefix, scope, construct_id)
+        spec = props.spec
+        prefix = job_name_prefix_of(spec, props.job_name_prefix, scope_path, construct_id)
         jsonata = is_token(spec.max_wait if spec.use_spot_instances else spec.max_run)
         self.query_language = sfn.QueryLanguage.JSONATA if jsonata else sfn.QueryLanguage.JSON_PATH
         self.runner = TrainingRunner.of(scope)
-        self.runner.serve(self)
         arns = self.runner.arns
         # Named after the prefix, so the task's policies name it without a reference.
         own = ContainingStateMachine(
@@ -138,25 +98,19 @@ class HeterogeneousTrainingJob(Construct):
             arns.arn("states", f"execution:{prefix}:*"),
             f"{self.path}/{_STATE_MACHINE_ID}/Resource",
         )
+        task_props = HeterogeneousTrainingTaskProps(
+            **{**shared_props(props), "job_name_prefix": prefix},
+            query_language=self.query_language,
+            state_name=_STATE_NAME,
+            comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
+        )
         self.task = OwnStateMachineTask(
             self,
             _TASK_ID,
+            task_props,
             own_state_machine=own,
-            spec=spec,
-            role=role,
-            job_name_prefix=prefix,
-            volume_encryption_key=volume_encryption_key,
-            output_encryption_key=output_encryption_key,
-            include_runtime_helper=include_runtime_helper,
-            completion_margin=completion_margin,
-            query_language=self.query_language,
-            state_name=_STATE_NAME,
-            capacity_retry=capacity_retry,
-            vpc=vpc,
-            vpc_subnets=vpc_subnets,
-            security_groups=security_groups,
-            acknowledgments=acknowledgments,
-            comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
+            runner=self.runner,
+            scope_path=self.path,
         )
         self.spec = self.task.spec
         self.request = self.task.request
@@ -165,7 +119,7 @@ class HeterogeneousTrainingJob(Construct):
         self.role = self.task.role
         self.code_asset = self.task.code_asset
         self.state_machine_resource = self._state_machine(
-            log_retention, log_encryption_key, include_execution_data
+            props.log_retention, props.log_encryption_key, props.include_execution_data
         )
         self._state_machine_reference: sfn.IStateMachine | None = None
         CfnOutput(
@@ -174,23 +128,28 @@ class HeterogeneousTrainingJob(Construct):
             value=self.state_machine_arn,
             description=f"{lifecycle.STATE_MACHINE_OUTPUT_PREFIX}{self.path}",
         )
-        if schedule is not None:
-            self._schedule(schedule, schedule_input or {})
-        self.alarms = [self._alarm(alarm_topic)]
+        if props.schedule is not None:
+            self._schedule(props.schedule, props.schedule_input or {})
+        self.alarms = [self._alarm(props.alarm_topic)]
 
     @classmethod
     def from_spec_file(
-        cls, scope: Construct, construct_id: str, path: str | os.PathLike[str], **props: Any
-    ) -> HeterogeneousTrainingJob:
+        cls,
+        scope: Construct,
+        construct_id: str,
+        path: str | os.PathLike[str],
+        *,
+        spec_overrides: Mapping[str, Any] | None = None,
+        **props: Any,
+    ) -> Self:
         """The job described by a spec file (JSON, or YAML with .yaml/.yml).
 
-        Any ``TrainingSpec`` field given as a keyword (e.g. ``output_path=bucket_uri(...)``,
-        ``subnets``, ``role``) is merged over the file's; the other keywords are the
-        construct's props.
+        :param spec_overrides: ``TrainingSpec`` fields set over the file's, e.g. values from
+            the stack: ``{"output_path": bucket_uri(bucket, "runs/"), "role": role.role_arn}``.
+        :param props: the job's other props (``HeterogeneousTrainingJobProps`` but ``spec``).
         """
-        spec_values, job_props = split_spec_fields(props, cls.__init__)
-        spec = spec_from_file(path, spec_values, f"{scope.node.path}/{construct_id}")
-        return cls(scope, construct_id, spec=spec, **job_props)
+        where = child_path(scope.node.path, construct_id)
+        return cls(scope, construct_id, spec=spec_from_file(path, spec_overrides, where), **props)
 
     # -- the state machine -----------------------------------------------------------------------
 
@@ -386,9 +345,54 @@ class HeterogeneousTrainingJob(Construct):
         """The jobs' security groups (``job.connections.allow_to(database, ...)``)."""
         return self.task.connections
 
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The execution role, the role the training jobs run with.
+
+        What is granted to the job is granted to its training jobs (``bucket.grant_read(job)``),
+        as with aws-cdk-lib's ``SageMakerCreateTrainingJob``. A role the spec names by ARN is
+        imported as immutable: grants to it change nothing, as for any such role in CDK. The
+        state machine's own role is shared by the stack's jobs and holds only the submit call.
+        """
+        return self.task.role
+
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` start training runs (executions of the state machine)."""
         return self.state_machine.grant_start_execution(grantee)
+
+    # -- metrics (each takes cloudwatch.MetricOptions' keywords: period, statistic, label...) --
+
+    def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """A metric of the state machine's executions (namespace AWS/States), sums by default."""
+        return self.state_machine.metric(metric_name, **options)
+
+    def metric_started(self, **options: Any) -> cloudwatch.Metric:
+        """Training runs started (ExecutionsStarted)."""
+        return self.state_machine.metric_started(**options)
+
+    def metric_succeeded(self, **options: Any) -> cloudwatch.Metric:
+        """Training runs that ended with their job completed (ExecutionsSucceeded)."""
+        return self.state_machine.metric_succeeded(**options)
+
+    def metric_failed(self, **options: Any) -> cloudwatch.Metric:
+        """Training runs that failed, with one of ``TrainingErrors`` (ExecutionsFailed)."""
+        return self.state_machine.metric_failed(**options)
+
+    def metric_timed_out(self, **options: Any) -> cloudwatch.Metric:
+        """Training runs that outlived every attempt and wait (ExecutionsTimedOut)."""
+        return self.state_machine.metric_timed_out(**options)
+
+    def metric_aborted(self, **options: Any) -> cloudwatch.Metric:
+        """Training runs stopped by someone; their job is stopped too (ExecutionsAborted)."""
+        return self.state_machine.metric_aborted(**options)
+
+    def metric_dead_letters(self, **options: Any) -> cloudwatch.Metric:
+        """Events and invocations of the runner that failed every delivery, waiting in its
+        dead-letter queue (ApproximateNumberOfMessagesVisible, maximum by default). The queue is
+        the stack's, shared by its training constructs; the reconciler settles their runs."""
+        return self.runner.dead_letters.metric_approximate_number_of_messages_visible(
+            **{"statistic": "Maximum", **options}
+        )
 
     @property
     def instance_types(self) -> Sequence[str]:
@@ -432,7 +436,4 @@ def _written_alike(value: Any) -> bool:
     return False
 
 
-__all__ = [
-    "DEFAULT_CAPACITY_RETRY",
-    "HeterogeneousTrainingJob",
-]
+__all__ = ["HeterogeneousTrainingJob"]

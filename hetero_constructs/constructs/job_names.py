@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any, TypeGuard
 
-from constructs import Construct
-
 from hetero_constructs.checks.construct_rules import BASE_JOB_NAME_RULE, JOB_NAME_RULE
 from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.run.naming import sanitize_name
@@ -21,9 +19,9 @@ from hetero_constructs.spec.violations import Violation
 MAX_PREFIX = 40
 
 
-def default_job_name_prefix(scope: Construct, construct_id: str) -> str:
+def default_job_name_prefix(scope_path: str, construct_id: str) -> str:
     """The construct id plus a digest of its path (which starts with the stack's name)."""
-    digest = hashlib.sha256(f"{scope.node.path}/{construct_id}".encode()).hexdigest()[:8]
+    digest = hashlib.sha256(f"{scope_path}/{construct_id}".encode()).hexdigest()[:8]
     readable = sanitize_name(construct_id)[: MAX_PREFIX - 9].rstrip("-") or "job"
     return f"{readable}-{digest}".lower()
 
@@ -44,7 +42,7 @@ def prefix_like(value: Any) -> str:
 
 
 def job_name_prefix_of(
-    spec: TrainingSpec, given: str | None, scope: Construct, construct_id: str
+    spec: TrainingSpec, given: str | None, scope_path: str, construct_id: str
 ) -> str:
     """The prefix of every job name: the prop, else the spec's ``base_job_name`` (the SDK's
     prefix of its job names) when it can be one, else the construct id plus a digest."""
@@ -52,7 +50,7 @@ def job_name_prefix_of(
         return given
     if usable_prefix(spec.base_job_name):
         return spec.base_job_name
-    return default_job_name_prefix(scope, construct_id)
+    return default_job_name_prefix(scope_path, construct_id)
 
 
 def job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
@@ -93,7 +91,8 @@ def job_name_violations(spec: TrainingSpec, prefix: str) -> list[Violation]:
                 spec.base_job_name,
                 f"the job_name_prefix, {prefix!r}, or no base_job_name",
                 "give the prefix once: job_name_prefix, or base_job_name (a spec file's is "
-                "replaced by from_spec_file(..., base_job_name=...), e.g. one per stack)",
+                "replaced by from_spec_file(..., spec_overrides={'base_job_name': ...}), e.g. "
+                "one per stack)",
             )
         )
     return violations

@@ -11,6 +11,7 @@ import functools
 from typing import Any
 
 from aws_cdk import Duration
+from aws_cdk import aws_stepfunctions as sfn
 
 from hetero_constructs.run import lifecycle
 
@@ -62,36 +63,56 @@ class CapacityRetry:
         return delays
 
 
-def retrier(
-    errors: list[str],
-    *,
-    interval: int,
-    max_attempts: int,
-    backoff_rate: float,
-    max_delay: int | None = None,
-    jitter: bool = False,
-) -> dict[str, Any]:
-    """A retrier as Step Functions reads it (and as aws-cdk-lib's ``add_retry`` renders it)."""
-    retry: dict[str, Any] = {
-        "ErrorEquals": errors,
-        "IntervalSeconds": interval,
-        "MaxAttempts": max_attempts,
-        # A whole rate as an integer: the number JSON.stringify writes for it (2, not 2.0).
-        "BackoffRate": int(backoff_rate) if float(backoff_rate).is_integer() else backoff_rate,
-    }
-    if max_delay is not None:
-        retry["MaxDelaySeconds"] = max_delay
-    if jitter:
-        retry["JitterStrategy"] = "FULL"
-    return retry
+@dataclasses.dataclass(frozen=True)
+class Retrier:
+    """One of the task's own retriers: added to the state with ``add_retry``, as aws-cdk-lib's
+    tasks add theirs (``LambdaInvoke``'s service exceptions), so that it renders before any the
+    user adds; ``state_json`` is the same retrier as Step Functions reads it."""
+
+    errors: tuple[str, ...]
+    interval_seconds: int
+    max_attempts: int
+    backoff_rate: float
+    max_delay_seconds: int | None = None
+    jitter: bool = False
+
+    def add_to(self, state: sfn.TaskStateBase) -> None:
+        max_delay = self.max_delay_seconds
+        state.add_retry(
+            errors=list(self.errors),
+            interval=Duration.seconds(self.interval_seconds),
+            max_attempts=self.max_attempts,
+            backoff_rate=self.backoff_rate,
+            max_delay=Duration.seconds(max_delay) if max_delay is not None else None,
+            jitter_strategy=sfn.JitterType.FULL if self.jitter else None,
+        )
+
+    def state_json(self) -> dict[str, Any]:
+        """The retrier as ``add_retry`` renders it (the same keys, in the same order)."""
+        retry: dict[str, Any] = {
+            "ErrorEquals": list(self.errors),
+            "IntervalSeconds": self.interval_seconds,
+            "MaxAttempts": self.max_attempts,
+            # A whole rate as an integer: the number JSON.stringify writes for it (2, not 2.0).
+            "BackoffRate": (
+                int(self.backoff_rate)
+                if float(self.backoff_rate).is_integer()
+                else self.backoff_rate
+            ),
+        }
+        if self.max_delay_seconds is not None:
+            retry["MaxDelaySeconds"] = self.max_delay_seconds
+        if self.jitter:
+            retry["JitterStrategy"] = "FULL"
+        return retry
 
 
-def task_retriers(capacity_retry: CapacityRetry | None) -> list[dict[str, Any]]:
+def task_retriers(capacity_retry: CapacityRetry | None) -> list[Retrier]:
     """The task's own retriers: Lambda invoke errors and throttling, then capacity failures."""
     retries = [
-        retrier(
-            [*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED],
-            interval=2,
+        Retrier(
+            (*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED),
+            interval_seconds=2,
             max_attempts=6,
             backoff_rate=2,
             jitter=True,
@@ -100,16 +121,25 @@ def task_retriers(capacity_retry: CapacityRetry | None) -> list[dict[str, Any]]:
     if capacity_retry is not None:
         interval, max_delay = capacity_retry.seconds
         retries.append(
-            retrier(
-                list(lifecycle.Errors.CAPACITY_RETRYABLE),
-                interval=interval,
+            Retrier(
+                lifecycle.Errors.CAPACITY_RETRYABLE,
+                interval_seconds=interval,
                 max_attempts=capacity_retry.max_attempts,
                 backoff_rate=capacity_retry.backoff_rate,
-                max_delay=max_delay,
+                max_delay_seconds=max_delay,
                 jitter=capacity_retry.jitter,
             )
         )
     return retries
 
 
-__all__ = ["LAMBDA_ERRORS", "CapacityRetry", "retrier", "task_retriers"]
+# The default of every training construct: a run that got no capacity tries again.
+DEFAULT_CAPACITY_RETRY = CapacityRetry()
+
+__all__ = [
+    "DEFAULT_CAPACITY_RETRY",
+    "LAMBDA_ERRORS",
+    "CapacityRetry",
+    "Retrier",
+    "task_retriers",
+]

@@ -31,8 +31,6 @@ from hetero_constructs.constructs.lambda_bundle import lambda_package
 from hetero_constructs.deployability.plugin import enable_deployability_checks
 
 _ID = "HeteroTrainingRunner"
-# Finding the stack's runner costs calls into jsii; tasks under one scope share the answer.
-_RUNNERS: dict[int, tuple[Construct, TrainingRunner]] = {}
 
 
 class ServedTask(Protocol):
@@ -106,6 +104,15 @@ class TrainingRunner(Construct):
         self.runner_id = self._runner_id()
         self.control_role_path = f"/hetero-constructs/{self.runner_id}/"
         self._tasks: list[ServedTask] = []
+        # The other runners of the app (job-name prefixes are app-wide), from the construct
+        # tree: those made before this one, which learn of it in turn.
+        self._peers = [
+            other
+            for other in self.root.node.find_all()
+            if isinstance(other, TrainingRunner) and other is not self
+        ]
+        for other in self._peers:
+            other._peers.append(self)
         self._code_assets: dict[str, s3_assets.Asset] = {}
         self._containing: dict[str, list[ContainingStateMachine]] | None = None
         # The library's own state machines, registered by their constructs: only the user's
@@ -284,19 +291,10 @@ class TrainingRunner(Construct):
 
     @staticmethod
     def of(scope: Construct) -> TrainingRunner:
-        """The stack's runner, created on first use."""
-        cached = _RUNNERS.get(id(scope))
-        if cached is not None and cached[0] is scope:
-            return cached[1]
+        """The runner of ``scope``'s stack, found in the construct tree; created on first use."""
         stack = Stack.of(scope)
         existing = stack.node.try_find_child(_ID)
-        runner = existing if isinstance(existing, TrainingRunner) else TrainingRunner(stack, _ID)
-        _RUNNERS[id(scope)] = (scope, runner)  # the scope is kept, so its id stays its own
-        return runner
-
-    def serve(self, scope: Construct) -> None:
-        """Let ``TrainingRunner.of(scope)`` answer without asking jsii (scope is in this stack)."""
-        _RUNNERS[id(scope)] = (scope, self)
+        return existing if isinstance(existing, TrainingRunner) else TrainingRunner(stack, _ID)
 
     def code_asset(self, bundle: Path) -> s3_assets.Asset:
         """The asset of a code bundle; tasks that ship the same bytes share one asset."""
@@ -325,7 +323,7 @@ class TrainingRunner(Construct):
         of this library renders it (then no walk of the stack has to find it).
         """
         prefix = task.job_name_prefix
-        for other in _app_tasks(self):
+        for other in self._app_tasks():
             known = other.job_name_prefix
             if f"{prefix}-".startswith(f"{known}-") or f"{known}-".startswith(f"{prefix}-"):
                 raise ValueError(
@@ -346,6 +344,12 @@ class TrainingRunner(Construct):
     @property
     def tasks(self) -> tuple[ServedTask, ...]:
         return tuple(self._tasks)
+
+    def _app_tasks(self) -> Iterator[ServedTask]:
+        """Every task served by a runner of this app: this one's, then its peers'."""
+        yield from self._tasks
+        for other in self._peers:
+            yield from other.tasks
 
     def containing_state_machines(self, task: ServedTask) -> list[ContainingStateMachine]:
         """The state machines of the stack whose definition contains ``task`` (found at synth)."""
@@ -401,19 +405,6 @@ def _strings(node: Any) -> Iterator[str]:
     elif isinstance(node, dict):
         for item in node.values():
             yield from _strings(item)
-
-
-def _app_tasks(runner: TrainingRunner) -> Iterator[ServedTask]:
-    """Every task registered with any runner of the same app (prefixes are app-wide)."""
-    root = runner.root
-    seen: set[int] = set()
-    for _, other in list(_RUNNERS.values()):
-        if id(other) in seen or other.root is not root:
-            continue
-        seen.add(id(other))
-        yield from other.tasks
-    if id(runner) not in seen:
-        yield from runner.tasks
 
 
 __all__ = ["CodeLocation", "ContainingStateMachine", "ServedTask", "TrainingRunner"]

@@ -18,13 +18,11 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import jsii
-from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IValidation
 
@@ -35,15 +33,15 @@ from hetero_constructs.constructs.job_names import (
     job_name_violations,
 )
 from hetero_constructs.constructs.packaging import source_bundle
-from hetero_constructs.constructs.paths import child_path, remember_path
-from hetero_constructs.constructs.retries import CapacityRetry, task_retriers
+from hetero_constructs.constructs.paths import child_path
+from hetero_constructs.constructs.props import HeterogeneousTrainingTaskProps, keyword_props
+from hetero_constructs.constructs.retries import task_retriers
 from hetero_constructs.constructs.runner import CodeLocation, ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task_spec import (
     completion_seconds,
     region_dlc_image,
     region_violations,
     spec_from_file,
-    split_spec_fields,
     with_keys,
 )
 from hetero_constructs.constructs.task_state import SubmitTaskState
@@ -84,128 +82,87 @@ class _InStateMachine:
         ]
 
 
-@jsii.implements(ec2.IConnectable)
+@jsii.implements(ec2.IConnectable, iam.IGrantable)
 class HeterogeneousTrainingTask(SubmitTaskState):
     """A Step Functions task that runs one SageMaker training job to its end.
 
-    The spec (``TrainingSpec`` or a spec file) is validated with every rule at construction; the
-    first error lists every violation with this task's path. The task's output is
+    Takes the fields of ``HeterogeneousTrainingTaskProps`` as keywords (``spec=...``, the shared
+    training props, the state's own). The spec is validated with every rule at construction;
+    the first error lists every violation with this task's path. The task's output is
     DescribeTrainingJob's own fields (``TrainingJobName``, ``TrainingJobArn``,
     ``ModelArtifacts.S3ModelArtifacts``, ``AlgorithmSpecification.TrainingImage``,
     ``TrainingJobStatus``, ``SecondaryStatus``, ``ResourceConfig``, ``CreationTime``,
     ``TrainingStartTime``, ``TrainingEndTime``, ``TrainingTimeInSeconds``,
-    ``BillableTimeInSeconds``) plus ``Attempt`` and ``Variant``. Failures carry the
-    ``HeteroTraining.*`` error names of ``lifecycle.Errors``.
+    ``BillableTimeInSeconds``) plus ``Attempt`` and ``Variant``. Failures carry the error names
+    of ``TrainingErrors``.
+
+    ``grant_principal`` is the execution role, the role the training jobs run with (as for
+    aws-cdk-lib's ``SageMakerCreateTrainingJob``): ``bucket.grant_read(task)`` lets the jobs
+    read the bucket.
     """
 
+    @keyword_props(HeterogeneousTrainingTaskProps)
     def __init__(
+        self, scope: Construct, construct_id: str, props: HeterogeneousTrainingTaskProps
+    ) -> None:
+        self._build(scope, construct_id, props, None, scope.node.path)
+
+    def _build(
         self,
         scope: Construct,
         construct_id: str,
-        *,
-        spec: TrainingSpec,
-        role: iam.IRole | None = None,
-        job_name_prefix: str | None = None,
-        volume_encryption_key: kms.IKey | None = None,
-        output_encryption_key: kms.IKey | None = None,
-        include_runtime_helper: bool = True,
-        completion_margin: Duration | None = None,
-        overrides: sfn.TaskInput | None = None,
-        job_key: str | None = None,
-        capacity_retry: CapacityRetry | None = None,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        acknowledgments: Mapping[str, str] | None = None,
-        comment: str | None = None,
-        state_name: str | None = None,
-        query_language: sfn.QueryLanguage | None = None,
-        input_path: str | None = None,
-        output_path: str | None = None,
-        result_path: str | None = None,
-        result_selector: Mapping[str, Any] | None = None,
-        assign: Mapping[str, Any] | None = None,
-        outputs: Any = None,
+        props: HeterogeneousTrainingTaskProps,
+        runner: TrainingRunner | None,
+        scope_path: str,
     ) -> None:
-        """
-        :param spec: the job, with the SageMaker Python SDK's names (see ``TrainingSpec``).
-        :param role: the SageMaker execution role; by default one is created with least
-            privilege (a spec's ``role`` ARN is used when given).
-        :param job_name_prefix: every job name starts with it; default: the spec's
-            ``base_job_name``, else the id plus a digest.
-            Prefixes may not overlap within an app (they scope IAM and event routing).
-        :param volume_encryption_key: KMS key for the ML storage volumes (sets volume_kms_key).
-        :param output_encryption_key: KMS key for the model artifacts (sets output_kms_key).
-        :param include_runtime_helper: ship ``hetero_runtime`` (instance-group facts) in the code.
-        :param completion_margin: time beyond max_run (or max_wait with spot) for startup and
-            upload before the wait for completion times out; default 6 hours.
-        :param overrides: the execution-time overrides (hyperparameters, channels,
-            job_name_prefix, tags), e.g. ``sfn.TaskInput.from_json_path_at("$.training")`` or,
-            with JSONata, ``sfn.TaskInput.from_text("{% $states.input.training %}")``; they are
-            validated with the same rules before any job is created. Default: none.
-        :param job_key: a path or expression whose value tells parallel entries of this state
-            apart when they may start in the same millisecond (e.g. the item index of an inline
-            Map, passed in through its ItemSelector). Default: none.
-        :param capacity_retry: retry capacity failures (``CapacityRetry()`` for the defaults),
-            each attempt on the next fallback of the instance groups. Default: none (the
-            construct's own state machine retries by default).
-        :param vpc: run the jobs in this VPC (the raw ``subnets`` / ``security_group_ids`` of
-            the spec keep working instead).
-        :param vpc_subnets: which of its subnets; default: the private ones.
-        :param security_groups: the jobs' security groups; by default one is created that lets
-            the instances of a job reach each other (distributed training needs it).
-        :param acknowledgments: warning rules weighed for this job, rule id -> reason (added to
-            the spec's own); recorded in the template's metadata. Errors cannot be acknowledged.
-        """
-        self._own_query_language = query_language
-        self._rendered_fields = {
-            "Comment": comment,
-            "ResultPath": result_path,
-            "Output": outputs,
-        }
+        """Build the task. ``runner``: the stack's when the caller has it, else it is found
+        (or made) once the state exists, so that the stack's constructs keep their order."""
+        self._props = props
+        path = child_path(scope_path, construct_id)
+        _check_state_paths(props, path)
         timeout_seconds = completion_seconds(
-            spec, completion_margin, query_language, child_path(scope, construct_id)
+            props.spec, props.completion_margin, props.query_language, path
         )
         super().__init__(
             scope,
             construct_id,
-            comment=comment,
-            state_name=state_name,
-            query_language=query_language,
-            input_path=input_path,
-            output_path=output_path,
-            result_path=result_path,
-            result_selector=result_selector,
-            assign=assign,
-            outputs=outputs,
+            comment=props.comment,
+            state_name=props.state_name,
+            query_language=props.query_language,
+            input_path=props.input_path,
+            output_path=props.output_path,
+            result_path=props.result_path,
+            result_selector=props.result_selector,
+            assign=props.assign,
+            outputs=props.outputs,
             integration_pattern=sfn.IntegrationPattern.WAIT_FOR_TASK_TOKEN,
         )
-        self.path: str = child_path(scope, construct_id)
-        remember_path(self, self.path)
-        self.runner = TrainingRunner.of(scope)
-        self.arns = self.runner.arns
-        self.job_name_prefix = job_name_prefix_of(spec, job_name_prefix, scope, construct_id)
-        check_prefix(self.job_name_prefix, self.path)
+        self.path: str = path
+        self.runner = runner = runner or TrainingRunner.of(scope)
+        self.arns = runner.arns
+        spec = props.spec
+        self.job_name_prefix = job_name_prefix_of(
+            spec, props.job_name_prefix, scope_path, construct_id
+        )
+        check_prefix(self.job_name_prefix, path)
         self.marker = f'"jobNamePrefix":"{self.job_name_prefix}"'
         self.completion_timeout_seconds = timeout_seconds
-        self._overrides = overrides
-        self._job_key = job_key
         # Every acknowledgment of the task, recorded in one call at the end.
-        self._acknowledgments = nag.Acknowledgments(self, self.runner.nag_ids)
-        spec = with_keys(spec, volume_encryption_key, output_encryption_key)
-        spec = self._with_network(spec, vpc, vpc_subnets, security_groups)
-        if acknowledgments:
+        self._acknowledgments = nag.Acknowledgments(self, runner.nag_ids)
+        spec = with_keys(spec, props.volume_encryption_key, props.output_encryption_key)
+        spec = self._with_network(spec, props.vpc, props.vpc_subnets, props.security_groups)
+        if props.acknowledgments:
             spec = dataclasses.replace(
-                spec, acknowledgments={**spec.acknowledgments, **acknowledgments}
+                spec, acknowledgments={**spec.acknowledgments, **props.acknowledgments}
             )
-        role = role or self._spec_role(spec)
-        self.code_location = self._code_location(spec, include_runtime_helper)
+        role = props.role or self._spec_role(spec)
+        self.code_location = self._code_location(spec, props.include_runtime_helper)
         self.code_asset = self.code_location.asset if self.code_location else None
         # The DLC account is kept apart: as a token it cannot be parsed back out of the URI.
         dlc_image, self._image_account = (
             (None, None)
             if spec.image_uri
-            else region_dlc_image(spec, self.arns.region, self.runner.stack)
+            else region_dlc_image(spec, self.arns.region, runner.stack)
         )
         deployment = Deployment(
             job_name=self.job_name_prefix,
@@ -224,7 +181,7 @@ class HeterogeneousTrainingTask(SubmitTaskState):
         refused = {v.path for v in result.violations}
         violations = [v for v in violations if v.path not in refused]
         if result.request is None or violations:
-            raise SpecValidationError([*violations, *result.violations], scope=self.path)
+            raise SpecValidationError([*violations, *result.violations], scope=path)
         self.request: dict[str, Any] = result.request
         statements, pulls_from_ecr, self.channel_prefixes, s3_uris = task_iam.execution_statements(
             self.request,
@@ -238,7 +195,7 @@ class HeterogeneousTrainingTask(SubmitTaskState):
         # a role given to the task is the user's, and gets all of it inline.
         shared = None
         if role is None and pulls_from_ecr:
-            shared = self.runner.every_training_job_policy
+            shared = runner.every_training_job_policy
         else:
             statements += permissions.every_training_job(self.arns, ecr_login=pulls_from_ecr)
         task_iam.acknowledge_execution_policy(
@@ -254,7 +211,7 @@ class HeterogeneousTrainingTask(SubmitTaskState):
                 self,
                 arns=self.arns,
                 job_name_prefix=self.job_name_prefix,
-                path=self.path,
+                path=path,
                 statements=statements,
                 shared=shared,
             )
@@ -269,8 +226,8 @@ class HeterogeneousTrainingTask(SubmitTaskState):
         self.role_arn: str = deployment.role_arn  # type: ignore[assignment]
         self._control_cfn_role = task_iam.control_role(
             self,
-            runner=self.runner,
-            path=self.path,
+            runner=runner,
+            path=path,
             job_name_prefix=self.job_name_prefix,
             own=self._own_state_machine is not None,
             document=self._control_document,
@@ -286,17 +243,25 @@ class HeterogeneousTrainingTask(SubmitTaskState):
                     for v, reason in result.acknowledged
                 ],
             )
-        self.runner.register(self, self._own_state_machine)
-        # The task's own retriers, rendered in Python before any the user adds.
-        self._retries = task_retriers(capacity_retry)
-        self.capacity_retry = capacity_retry
+        runner.register(self, self._own_state_machine)
+        self.capacity_retry = props.capacity_retry
+        self._retries = task_retriers(props.capacity_retry)
         own = self._own_state_machine
-        if own is not None:
+        if own is None:
+            # The state's first retriers, before any the user adds (as LambdaInvoke adds its own).
+            for retrier in self._retries:
+                retrier.add_to(self)
+        else:
             task_iam.acknowledge_executions(self._acknowledgments, [own])
         self._acknowledgments.record()
         if own is None:
             # Only the user's state machines are known after construction.
             self.node.add_validation(_InStateMachine(self))
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The execution role: what is granted to the task is granted to its training jobs."""
+        return self.role
 
     @property
     def longest_run_seconds(self) -> int | None:
@@ -310,16 +275,22 @@ class HeterogeneousTrainingTask(SubmitTaskState):
 
     @classmethod
     def from_spec_file(
-        cls, scope: Construct, construct_id: str, path: str | os.PathLike[str], **props: Any
-    ) -> HeterogeneousTrainingTask:
+        cls,
+        scope: Construct,
+        construct_id: str,
+        path: str | os.PathLike[str],
+        *,
+        spec_overrides: Mapping[str, Any] | None = None,
+        **props: Any,
+    ) -> Self:
         """The task for a spec file (JSON, or YAML with .yaml/.yml).
 
-        Any ``TrainingSpec`` field given as a keyword (e.g. ``output_path=bucket_uri(...)``,
-        ``subnets``) is merged over the file's; the other keywords are the task's props.
+        :param spec_overrides: ``TrainingSpec`` fields set over the file's, e.g. values from
+            the stack: ``{"output_path": bucket_uri(bucket, "runs/"), "max_run": 7200}``.
+        :param props: the task's other props (``HeterogeneousTrainingTaskProps`` but ``spec``).
         """
-        spec_values, task_props = split_spec_fields(props, cls.__init__)
-        spec = spec_from_file(path, spec_values, f"{scope.node.path}/{construct_id}")
-        return cls(scope, construct_id, spec=spec, **task_props)
+        where = child_path(scope.node.path, construct_id)
+        return cls(scope, construct_id, spec=spec_from_file(path, spec_overrides, where), **props)
 
     # -- construction ---------------------------------------------------------------------------
 
@@ -430,6 +401,24 @@ class HeterogeneousTrainingTask(SubmitTaskState):
         )
 
 
+def _check_state_paths(props: HeterogeneousTrainingTaskProps, where: str) -> None:
+    """The state's JSONPaths start with ``$`` (as aws-cdk-lib checks at synth; here at once)."""
+    for name in ("input_path", "output_path", "result_path"):
+        value = getattr(props, name)
+        if value is None or is_token(value) or value.startswith("$"):
+            continue
+        fix = f"a JSONPath such as '$.training' for the state's {name}"
+        if name == "output_path" and value.startswith("s3://"):
+            fix = (
+                "an S3 location is the spec's output_path: set it in the spec, or with "
+                f"from_spec_file(..., spec_overrides={{'output_path': {value!r}}})"
+            )
+        raise ValueError(
+            f"{where}: {name} {value!r} is not a JSONPath. Allowed: a path starting with '$'. "
+            f"Fix: {fix}."
+        )
+
+
 class OwnStateMachineTask(HeterogeneousTrainingTask):
     """The task of a ``HeterogeneousTrainingJob``: its state machine is known at construction.
 
@@ -442,13 +431,14 @@ class OwnStateMachineTask(HeterogeneousTrainingTask):
         self,
         scope: Construct,
         construct_id: str,
+        props: HeterogeneousTrainingTaskProps,
         *,
         own_state_machine: ContainingStateMachine,
-        query_language: sfn.QueryLanguage,
-        **props: Any,
+        runner: TrainingRunner,
+        scope_path: str,
     ) -> None:
         self._own_state_machine = own_state_machine
-        super().__init__(scope, construct_id, query_language=query_language, **props)
+        self._build(scope, construct_id, props, runner, scope_path)
 
     def _input_fields(self, jsonata: bool) -> dict[str, Any]:
         return {"input": "{% $states.input %}"} if jsonata else {"input.$": "$"}

@@ -1,11 +1,10 @@
 """What a training task makes of its inputs before planning: a spec file with fields given in
-Python merged over it, the wait's timeout, KMS keys, the region, and the region's DLC image."""
+Python set over it, the wait's timeout, KMS keys, the region, and the region's DLC image."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -34,55 +33,28 @@ def _region_facts(region: str) -> tuple[str | None, str | None]:
     return info.dlc_repository_account, info.domain_suffix
 
 
-def split_spec_fields(
-    props: Mapping[str, Any], constructor: Any
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Keyword arguments of ``from_spec_file``: ``TrainingSpec`` fields and construct props.
-
-    A name the constructor takes is a prop, except where the value says it is the spec's: a
-    role given as an ARN string, an ``output_path`` that is an S3 location (the task's own
-    ``output_path`` is a JSONPath).
-    """
-    spec_fields = {f.name for f in dataclasses.fields(TrainingSpec)}
-    parameters = set(inspect.signature(constructor).parameters)
-
-    def is_spec(key: str, value: Any) -> bool:
-        if key not in spec_fields:
-            return False
-        if key not in parameters:
-            return True
-        if key == "role":
-            return isinstance(value, str)
-        return key == "output_path" and isinstance(value, str) and not value.startswith("$")
-
-    unknown = sorted(k for k in props if k not in spec_fields and k not in parameters)
-    if unknown:
-        known = sorted(spec_fields | parameters - {"self", "scope", "construct_id", "spec"})
-        raise ValueError(
-            f"from_spec_file takes no argument {unknown[0]!r}. Allowed: a TrainingSpec field or "
-            f"a prop ({', '.join(known)}). Fix: "
-            + (
-                f"did you mean {meant!r}?"
-                if (meant := did_you_mean(unknown[0], known))
-                else "remove it"
-            )
-        )
-    spec_values = {k: v for k, v in props.items() if is_spec(k, v)}
-    others = {k: v for k, v in props.items() if k not in spec_values}
-    return spec_values, others
-
-
 def spec_from_file(
-    path: str | os.PathLike[str], overrides: Mapping[str, Any], scope_path: str
+    path: str | os.PathLike[str], spec_overrides: Mapping[str, Any] | None, where: str
 ) -> TrainingSpec:
-    """A spec file with ``TrainingSpec`` fields given in Python merged over it."""
+    """A spec file, with ``spec_overrides`` (``TrainingSpec`` fields, e.g. values from the stack)
+    set over the file's values; the spec is validated with every rule by the construct."""
+    overrides = dict(spec_overrides or {})
+    fields = sorted(field.name for field in dataclasses.fields(TrainingSpec))
+    unknown = [key for key in overrides if key not in fields]
+    if unknown:
+        meant = did_you_mean(str(unknown[0]), fields)
+        raise ValueError(
+            f"{where}: spec_overrides has no TrainingSpec field {unknown[0]!r}. Allowed: "
+            f"{', '.join(fields)}. Fix: "
+            + (f"did you mean {meant!r}?" if meant else "remove it, or pass it as a prop")
+        )
     reading = read_spec_file(path)
     if reading.spec is None or reading.violations:
-        raise SpecValidationError(reading.violations, scope=scope_path)
+        raise SpecValidationError(reading.violations, scope=where)
     try:
         return dataclasses.replace(reading.spec, **overrides)
     except (TypeError, ValueError) as error:
-        raise ValueError(f"{scope_path}: {error}") from error
+        raise ValueError(f"{where}: spec_overrides: {error}") from error
 
 
 def completion_seconds(
@@ -170,6 +142,5 @@ __all__ = [
     "region_dlc_image",
     "region_violations",
     "spec_from_file",
-    "split_spec_fields",
     "with_keys",
 ]

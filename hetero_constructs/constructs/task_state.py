@@ -2,9 +2,9 @@
 
 ``SubmitTaskState`` renders the task into a definition in the query language in effect
 (JSONPath ``Parameters`` or JSONata ``Arguments``): the submit Lambda's payload (the spec, its
-deployment, the run's overrides and the context fields that name the attempt), the task's own
-retriers before the user's, and the wait's timeout. ``HeterogeneousTrainingTask`` builds
-everything it renders.
+deployment, the run's overrides and the context fields that name the attempt) and the wait's
+timeout; its own retriers are the state's first (added with ``add_retry``), as aws-cdk-lib's
+tasks add theirs. ``HeterogeneousTrainingTask`` builds everything it renders.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 
 from hetero_constructs.constructs import permissions
+from hetero_constructs.constructs.props import HeterogeneousTrainingTaskProps
+from hetero_constructs.constructs.retries import Retrier
 from hetero_constructs.constructs.runner import CodeLocation, ContainingStateMachine, TrainingRunner
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.spec.file.writer import spec_to_dict
@@ -53,11 +55,9 @@ class SubmitTaskState(sfn.TaskStateBase):
     control_role_arn: str
     role_arn: str
     code_location: CodeLocation | None
-    _overrides: sfn.TaskInput | None
-    _job_key: str | None
-    _retries: list[dict[str, Any]]
-    _own_query_language: sfn.QueryLanguage | None
-    _rendered_fields: dict[str, Any]
+    _props: HeterogeneousTrainingTaskProps
+    # The task's own retriers, added to the state with ``add_retry`` before any of the user's.
+    _retries: list[Retrier]
     # The state machine a construct of this library renders the task into, as one JSON
     # document built in Python (see ``own_state_json``); None for a task users chain.
     _own_state_machine: ContainingStateMachine | None = None
@@ -73,6 +73,100 @@ class SubmitTaskState(sfn.TaskStateBase):
     @property
     def _task_policies(self) -> list[iam.PolicyStatement] | None:
         return self.runner.invoke_statements
+
+    # -- rendering ------------------------------------------------------------------------------
+
+    def to_state_json(
+        self, top_level_query_language: sfn.QueryLanguage | None = None
+    ) -> Mapping[Any, Any]:
+        """The task state, composed as aws-cdk-lib's ``TaskStateBase.toStateJson`` composes one.
+
+        aws-cdk-lib's own tasks (``LambdaInvoke``, ``SageMakerCreateTrainingJob``) implement
+        only ``_renderTask``. That hook, like the ``renderTaskBase`` it follows, is internal to
+        TypeScript: a leading underscore keeps a member out of the jsii assembly, so no Python
+        class can implement it (aws-cdk-lib 2.275's assembly lists ``toStateJson`` and the
+        protected ``render*`` helpers of ``State``, not ``renderTask``). This method is that
+        composition: the inherited hooks render the query language, the transition, the
+        retriers (the task's own, added with ``add_retry``, then the user's) and the catchers;
+        ``_render_task_base`` renders the fields of ``renderTaskBase`` this task sets;
+        ``_render_task`` the call of the submit Lambda.
+        """
+        if self._own_state_machine is not None:
+            raise ValueError(
+                f"{self.path} is the task of the state machine {self._own_state_machine.path}, "
+                "and a state can be used in one state machine only. Fix: chain a "
+                "HeterogeneousTrainingTask of your own, or start that state machine from yours "
+                "with tasks.StepFunctionsStartExecution."
+            )
+        return {
+            **self._render_query_language(top_level_query_language),
+            **self._render_next_end(),
+            **self._render_retry_catch(top_level_query_language),
+            **self._render_task_base(top_level_query_language),
+            **self._render_task(top_level_query_language),
+        }
+
+    def _render_task_base(
+        self, top_level_query_language: sfn.QueryLanguage | None
+    ) -> dict[str, Any]:
+        """What ``renderTaskBase`` renders of the fields this task sets, in its order."""
+        props = self._props
+        state: dict[str, Any] = {"Type": "Task"}
+        if props.comment is not None:
+            state["Comment"] = props.comment
+        state["TimeoutSeconds"] = self.completion_timeout_seconds
+        state.update(self._render_input_output() or {})  # InputPath, OutputPath, Output
+        if props.result_path is not None:
+            discard = props.result_path == sfn.JsonPath.DISCARD
+            state["ResultPath"] = None if discard else props.result_path
+        state.update(self._render_result_selector() or {})
+        state.update(self._render_assign(top_level_query_language) or {})
+        return state
+
+    def _render_task(self, top_level_query_language: sfn.QueryLanguage | None) -> dict[str, Any]:
+        """The call: ``Resource`` and ``Parameters`` (JSONPath) or ``Arguments`` (JSONata).
+
+        As aws-cdk-lib's ``_renderParametersOrArguments`` renders them: JSONPath parameters go
+        through ``FieldUtils.render_object`` (a JSONPath value becomes a ``key.$`` field).
+        """
+        language = self._props.query_language or top_level_query_language
+        jsonata = language == sfn.QueryLanguage.JSONATA
+        overrides = self._props.overrides
+        if overrides is not None and not jsonata and _is_jsonata(overrides.value):
+            raise ValueError(f"{self.path}: a JSONata override needs a JSONata task")
+        arguments = self._submit_arguments(jsonata)
+        if jsonata:
+            return {"Resource": self._resource, "Arguments": arguments}
+        return {"Resource": self._resource, "Parameters": sfn.FieldUtils.render_object(arguments)}
+
+    def own_state_json(self, *, next_state: str, catch_state: str) -> dict[str, Any]:
+        """The state in its construct's own state machine, rendered without jsii.
+
+        The construct's state machine has the task's query language at its top and sets no
+        paths, selector or assignments on it: only the transitions differ from ``to_state_json``.
+        """
+        jsonata = self._props.query_language == sfn.QueryLanguage.JSONATA
+        state: dict[str, Any] = {
+            "Next": next_state,
+            "Retry": [retry.state_json() for retry in self._retries],
+            "Catch": [{"ErrorEquals": ["States.ALL"], "Next": catch_state}],
+            "Type": "Task",
+        }
+        if self._props.comment is not None:
+            state["Comment"] = self._props.comment
+        state["TimeoutSeconds"] = self.completion_timeout_seconds
+        state["Resource"] = self._resource
+        state["Arguments" if jsonata else "Parameters"] = self._submit_arguments(jsonata)
+        return state
+
+    # -- the call of the submit Lambda ----------------------------------------------------------
+
+    @property
+    def _resource(self) -> str:
+        return f"arn:{self.arns.partition}:states:::lambda:invoke.waitForTaskToken"
+
+    def _submit_arguments(self, jsonata: bool) -> dict[str, Any]:
+        return {"FunctionName": self.runner.submit_function_arn, "Payload": self._payload(jsonata)}
 
     def _spec_for_lambda(self) -> TrainingSpec:
         """The spec as the submit Lambda validates it: the code is the uploaded object."""
@@ -111,71 +205,13 @@ class SubmitTaskState(sfn.TaskStateBase):
         return payload
 
     def _input_fields(self, jsonata: bool) -> dict[str, Any]:
-        """The payload's ``input`` (the overrides) and ``jobKey``, as the language writes them."""
-        dynamic: dict[str, Any] = {}
-        if self._overrides is not None:
-            dynamic["input"] = self._overrides.value
-        if self._job_key is not None:
-            dynamic["jobKey"] = self._job_key
-        if jsonata or not dynamic:
-            return dynamic
-        return dict(sfn.FieldUtils.render_object(dynamic) or {})
-
-    def _retry_catch(self, retries: Any, catches: Any) -> dict[str, Any]:
-        """The task's own retriers first, then the user's (``States.ALL`` stays last)."""
-        rendered: dict[str, Any] = {"Retry": [*self._retries, *(retries or [])]}
-        if catches:
-            rendered["Catch"] = catches
-        return rendered
-
-    def _task_fields(self, jsonata: bool) -> dict[str, Any]:
-        """Resource and Parameters (JSONPath) or Arguments (JSONata): the submit Lambda call."""
-        arguments = {
-            "FunctionName": self.runner.submit_function_arn,
-            "Payload": self._payload(jsonata),
-        }
-        return {
-            "Resource": f"arn:{self.arns.partition}:states:::lambda:invoke.waitForTaskToken",
-            "Arguments" if jsonata else "Parameters": arguments,
-        }
-
-    def to_state_json(
-        self, top_level_query_language: sfn.QueryLanguage | None = None
-    ) -> Mapping[Any, Any]:
-        """The task state, in the query language in effect (its own, else the state machine's)."""
-        if self._own_state_machine is not None:
-            raise ValueError(
-                f"{self.path} is the task of the state machine {self._own_state_machine.path}, "
-                "and a state can be used in one state machine only. Fix: chain a "
-                "HeterogeneousTrainingTask of your own, or start that state machine from yours "
-                "with tasks.StepFunctionsStartExecution."
-            )
-        language = self._own_query_language or top_level_query_language
-        jsonata = language == sfn.QueryLanguage.JSONATA
-        if self._overrides is not None and not jsonata and _is_jsonata(self._overrides.value):
-            raise ValueError(f"{self.path}: a JSONata override needs a JSONata task")
-        retry_catch = self._render_retry_catch(top_level_query_language)
-        state: dict[str, Any] = {
-            **self._render_query_language(top_level_query_language),
-            **self._render_next_end(),
-            **self._retry_catch(retry_catch.get("Retry"), retry_catch.get("Catch")),
-            "Type": "Task",
-        }
-        rendered: Mapping[str, Any] | None
-        if self._rendered_fields["Comment"] is not None:
-            state["Comment"] = self._rendered_fields["Comment"]
-        state["TimeoutSeconds"] = self.completion_timeout_seconds
-        rendered = self._render_input_output()
-        state.update(rendered or {})
-        result_path = self._rendered_fields["ResultPath"]
-        if result_path is not None:
-            state["ResultPath"] = None if result_path == sfn.JsonPath.DISCARD else result_path
-        state.update(self._render_result_selector() or {})
-        if self._rendered_fields["Output"] is not None:
-            state["Output"] = self._rendered_fields["Output"]
-        state.update(self._render_assign(top_level_query_language) or {})
-        state.update(self._task_fields(jsonata))
-        return state
+        """The payload's ``input`` (the overrides) and ``jobKey``."""
+        fields: dict[str, Any] = {}
+        if self._props.overrides is not None:
+            fields["input"] = self._props.overrides.value
+        if self._props.job_key is not None:
+            fields["jobKey"] = self._props.job_key
+        return fields
 
     @functools.cached_property
     def string_tokens(self) -> frozenset[str]:
@@ -191,23 +227,6 @@ class SubmitTaskState(sfn.TaskStateBase):
             self.deployment.dlc_image_uri or "",  # the region's DLC account and URL suffix
         ]
         return frozenset(STRING_TOKEN.findall(" ".join(values)))
-
-    def own_state_json(self, *, next_state: str, catch_state: str) -> dict[str, Any]:
-        """The state in its construct's own state machine, rendered without jsii.
-
-        The construct's state machine has the task's query language at its top and sets no
-        paths, selector or assignments on it: only the transitions differ from ``to_state_json``.
-        """
-        state: dict[str, Any] = {
-            "Next": next_state,
-            **self._retry_catch(None, [{"ErrorEquals": ["States.ALL"], "Next": catch_state}]),
-            "Type": "Task",
-        }
-        if self._rendered_fields["Comment"] is not None:
-            state["Comment"] = self._rendered_fields["Comment"]
-        state["TimeoutSeconds"] = self.completion_timeout_seconds
-        state.update(self._task_fields(self._own_query_language == sfn.QueryLanguage.JSONATA))
-        return state
 
 
 def _ttl(timeout: int | str) -> int:

@@ -469,7 +469,10 @@ def test_spec_files_take_stack_values_and_nothing_is_silently_ignored(tmp_path: 
     scope = stack()
     bucket = s3.Bucket(scope, "Data")
     job = HeterogeneousTrainingJob.from_spec_file(
-        scope, "Job", path, output_path=bucket_uri(bucket, "runs/"), max_run=7200
+        scope,
+        "Job",
+        path,
+        spec_overrides={"output_path": bucket_uri(bucket, "runs/"), "max_run": 7200},
     )
     assert "${Token[" in job.request["OutputDataConfig"]["S3OutputPath"]
     assert job.request["StoppingCondition"]["MaxRuntimeInSeconds"] == 7200
@@ -481,8 +484,13 @@ def test_spec_files_take_stack_values_and_nothing_is_silently_ignored(tmp_path: 
     path.write_text(json.dumps(other_region))
     with pytest.raises(SpecValidationError, match="CDK-REGION"):
         HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path)
-    with pytest.raises(ValueError, match="no_such_field"):
+    with pytest.raises(TypeError, match="no prop 'no_such_field'"):
         HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path, no_such_field=1)
+    with pytest.raises(ValueError, match="spec_overrides has no TrainingSpec field 'no_such'"):
+        HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path, spec_overrides={"no_such": 1})
+    # The old call style (a spec field as a keyword) is refused with the fix, never guessed.
+    with pytest.raises(TypeError, match=r"spec_overrides=\{'output_path': \.\.\.\}"):
+        HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path, output_path="s3://b/r/")
 
 
 @pytest.mark.parametrize(

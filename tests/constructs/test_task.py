@@ -132,17 +132,16 @@ def test_the_construct_rules_are_in_the_catalogue() -> None:
 # -- from_spec_file ----------------------------------------------------------------------------
 
 
-def test_a_task_from_a_spec_file_takes_keyword_overrides_and_chains_into_a_state_machine() -> None:
+def test_a_task_from_a_spec_file_takes_spec_overrides_and_chains_into_a_state_machine() -> None:
     scope = stack()
     bucket = s3.Bucket(scope, "Data")
     prepare = sfn.Pass(scope, "Prepare")
-    # output_path: an S3 location is the spec's; a JSONPath is the state's own.
+    # The spec's output_path (an S3 location) is a spec override; the state's is a prop.
     train = HeterogeneousTrainingTask.from_spec_file(
         scope,
         "Train",
         SPEC_FILE,
-        output_path=bucket_uri(bucket, "runs/"),
-        max_run=7200,
+        spec_overrides={"output_path": bucket_uri(bucket, "runs/"), "max_run": 7200},
         job_name_prefix="from-file",
         result_path="$.training",
     )
@@ -173,15 +172,48 @@ def test_a_task_from_a_spec_file_takes_keyword_overrides_and_chains_into_a_state
 
 
 @pytest.mark.parametrize(
-    ("keyword", "suggestion"),
-    [("result_pth", "did you mean 'result_path'?"), ("max_runtime", "did you mean 'max_run'?")],
+    ("keyword", "fix"),
+    [
+        ("result_pth", "did you mean 'result_path'?"),
+        # A spec field given as a prop is never guessed into the spec: it is refused, with how.
+        ("max_run", "'max_run' is a TrainingSpec field: set it in the spec, or with "),
+        ("max_runtime", "spec_overrides={'max_run': ...}"),
+    ],
 )
-def test_a_task_from_a_spec_file_refuses_an_unknown_keyword(keyword: str, suggestion: str) -> None:
+def test_a_task_refuses_an_unknown_prop_with_the_fix(keyword: str, fix: str) -> None:
+    for make in (
+        lambda: HeterogeneousTrainingTask.from_spec_file(
+            stack(), "Train", SPEC_FILE, **{keyword: 1}
+        ),
+        lambda: HeterogeneousTrainingTask(stack(), "Train", spec=spec(), **{keyword: 1}),
+    ):
+        with pytest.raises(TypeError) as raised:
+            make()
+        message = str(raised.value)
+        assert f"HeterogeneousTrainingTask has no prop {keyword!r}" in message
+        assert "Allowed: acknowledgments, assign, capacity_retry," in message
+        assert fix in message
+
+
+def test_an_s3_output_path_given_to_a_task_is_refused_with_the_fix() -> None:
+    """``output_path`` is the state's JSONPath; the old call style is not silently accepted."""
     with pytest.raises(ValueError) as raised:
-        HeterogeneousTrainingTask.from_spec_file(stack(), "Train", SPEC_FILE, **{keyword: 1})
+        HeterogeneousTrainingTask.from_spec_file(
+            stack(), "Train", SPEC_FILE, output_path="s3://bucket/runs/"
+        )
     message = str(raised.value)
-    assert f"from_spec_file takes no argument {keyword!r}" in message
-    assert suggestion in message
+    assert "output_path 's3://bucket/runs/' is not a JSONPath" in message
+    assert "spec_overrides={'output_path': 's3://bucket/runs/'}" in message
+
+
+def test_spec_overrides_name_spec_fields_only() -> None:
+    with pytest.raises(ValueError) as raised:
+        HeterogeneousTrainingTask.from_spec_file(
+            stack(), "Train", SPEC_FILE, spec_overrides={"max_runtime": 7200}
+        )
+    message = str(raised.value)
+    assert "Test/Train: spec_overrides has no TrainingSpec field 'max_runtime'" in message
+    assert "did you mean 'max_run'?" in message
 
 
 # -- training_plan_arn --------------------------------------------------------------------------
@@ -225,3 +257,44 @@ def test_a_training_plan_lets_the_control_role_create_jobs_on_it_and_describe_it
     ]
     assert not any("TrainingPlan" in str(s) for s in without)
     assert sum(PLAN in str(s) for s in with_plan) == 2
+
+
+# -- rendering -------------------------------------------------------------------------------
+
+
+def test_the_tasks_own_retriers_come_first_and_a_users_catch_all_last() -> None:
+    scope = stack()
+    task = HeterogeneousTrainingTask(scope, "Task", spec=spec(), job_name_prefix="retried")
+    task.add_retry(errors=["States.ALL"], max_attempts=1)
+    task.add_retry(errors=["HeteroTraining.TrainingFailed"], max_attempts=2)
+    machine(scope, task)
+    retries = only_definition(scope)["States"]["Task"]["Retry"]
+    assert [r["ErrorEquals"][-1] for r in retries] == [
+        "HeteroTraining.Throttled",
+        "HeteroTraining.ResourceLimitExceeded",
+        "HeteroTraining.TrainingFailed",
+        "States.ALL",
+    ]
+
+
+def test_the_task_overrides_only_what_jsii_lets_a_python_task_override() -> None:
+    """aws-cdk-lib's ``_renderTask`` is internal to TypeScript (not in the jsii assembly): a
+    Python task renders through ``to_state_json`` and the protected ``render*`` hooks, and
+    overrides nothing else of ``TaskStateBase`` (a Python name that is also a jsii member would
+    silently replace it for aws-cdk-lib, as ``_arguments`` would ``State.arguments``)."""
+    from hetero_constructs.constructs.task import OwnStateMachineTask
+    from hetero_constructs.constructs.task_state import SubmitTaskState
+
+    jsii_members = {
+        name
+        for base in sfn.TaskStateBase.__mro__
+        for name, member in vars(base).items()
+        if hasattr(getattr(member, "fget", member), "__jsii_name__")
+    }
+    ours = {
+        name
+        for cls in (SubmitTaskState, HeterogeneousTrainingTask, OwnStateMachineTask)
+        for name in vars(cls)
+    }
+    assert "_render_task" not in jsii_members and "to_state_json" in jsii_members
+    assert ours & jsii_members == {"to_state_json", "_task_metrics", "_task_policies"}

@@ -186,7 +186,10 @@ def test_the_run_timeout_accounts_for_the_retries(
     task = definition["States"]["Run training job"]
     attempt = task["TimeoutSeconds"]
     (capacity,) = [r for r in task["Retry"] if TrainingErrors.CAPACITY_ERROR in r["ErrorEquals"]]
-    assert capacity["ErrorEquals"] == [TrainingErrors.CAPACITY_ERROR, TrainingErrors.RESOURCE_LIMIT_EXCEEDED]
+    assert capacity["ErrorEquals"] == [
+        TrainingErrors.CAPACITY_ERROR,
+        TrainingErrors.RESOURCE_LIMIT_EXCEEDED,
+    ]
     assert capacity["MaxAttempts"] == 3
     waits = 300 + 600 + 1200
     assert definition["TimeoutSeconds"] == 4 * attempt + waits + 3600
@@ -209,7 +212,7 @@ def test_fallback_violations_name_their_path() -> None:
     )
 
 
-def test_capacity_retry_is_one_call_away_on_the_task_and_off_with_none() -> None:
+def test_capacity_retry_is_one_prop_and_off_with_none() -> None:
     stack = cdk.Stack(cdk.App(), "Off", env=cdk.Environment(region="us-west-2"))
     HeterogeneousTrainingJob(stack, "Job", spec=fallback_spec(), capacity_retry=None)
     HeterogeneousTrainingJob(
@@ -221,7 +224,9 @@ def test_capacity_retry_is_one_call_away_on_the_task_and_off_with_none() -> None
     found = {}
     for logical_id, definition in definitions(Template.from_stack(stack).to_json()).items():
         retries = definition["States"]["Run training job"]["Retry"]
-        found[logical_id[:3]] = [r for r in retries if TrainingErrors.CAPACITY_ERROR in r["ErrorEquals"]]
+        found[logical_id[:3]] = [
+            r for r in retries if TrainingErrors.CAPACITY_ERROR in r["ErrorEquals"]
+        ]
     assert found["Job"] == []
     (quick,) = found["Qui"]
     assert quick["MaxAttempts"] == 1 and quick["IntervalSeconds"] == 30

@@ -18,6 +18,7 @@ import aws_cdk as cdk
 import pytest
 
 from hetero_constructs import TrainingErrors
+from hetero_constructs.constructs.retries import DEFAULT_CAPACITY_RETRY
 from hetero_constructs.local import LocalCloud
 from hetero_constructs.run.naming import MAX_JOB_NAME
 from tests.fixtures.composed_stacks import ComposedStack, ManyTasksStack, NestedStack
@@ -80,11 +81,18 @@ def test_a_training_failure_is_caught_with_its_error_name(cloud: LocalCloud) -> 
 
 
 def test_uncaught_errors_fail_the_execution_with_their_name(cloud: LocalCloud) -> None:
+    """The task retries capacity errors by default, as the job does; once every attempt found
+    no capacity, the error is not caught here and fails the execution with its name."""
+    attempts = 1 + DEFAULT_CAPACITY_RETRY.max_attempts
     result = cloud.run(
-        cloud.state_machine("composed-jsonpath"), {}, name="path-capacity", outcomes=[CAPACITY]
+        cloud.state_machine("composed-jsonpath"),
+        {},
+        name="path-capacity",
+        outcomes=[CAPACITY] * attempts,
     )
     assert result.status == "FAILED"
     assert result.error == TrainingErrors.CAPACITY_ERROR
+    assert len(job_names(result)) == attempts
 
 
 def test_jsonata_task_takes_overrides_and_gives_outputs(cloud: LocalCloud) -> None:

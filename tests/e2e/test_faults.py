@@ -20,7 +20,7 @@ from typing import Any
 import boto3
 import pytest
 
-from hetero_constructs.constructs.job import DEFAULT_CAPACITY_RETRY
+from hetero_constructs.constructs.retries import DEFAULT_CAPACITY_RETRY
 from hetero_constructs.local import ExecutionResult, LocalCloud
 from hetero_constructs.run import lifecycle
 from tests.fixtures.example_app import Synthesized
