@@ -1,8 +1,9 @@
 """The CDK constructs over the pure-Python layers. Importing any of them imports aws_cdk.
 
-``task``: ``HeterogeneousTrainingTask``, the chainable task; ``job``:
-``HeterogeneousTrainingJob``, the task in a state machine of its own; ``runner``:
-``TrainingRunner``, what every task of a stack shares (Lambdas, run table, rules, alarms).
+``props``: the props of the task and the job, declared once; ``task``:
+``HeterogeneousTrainingTask``, the chainable task; ``job``: ``HeterogeneousTrainingJob``, the
+task in a state machine of its own; ``runner``: ``TrainingRunner``, what every task of a stack
+shares (Lambdas, run table, rules, alarms).
 The rest serves them: IAM (``permissions``, ``conditions``), cdk-nag acknowledgments (``nag``),
 deterministic assets (``packaging``, ``lambda_bundle``), tokens (``tokens``), template hygiene
 (``hygiene``) and snapshot-friendly templates (``testing``).

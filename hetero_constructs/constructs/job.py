@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Self
+from typing import Any
 
 import jsii
 from aws_cdk import CfnOutput, RemovalPolicy
@@ -30,6 +29,7 @@ from hetero_constructs.constructs import permissions
 from hetero_constructs.constructs.job_names import job_name_prefix_of
 from hetero_constructs.constructs.paths import child_path
 from hetero_constructs.constructs.props import (
+    FromSpecFile,
     HeterogeneousTrainingJobProps,
     HeterogeneousTrainingTaskProps,
     keyword_props,
@@ -37,7 +37,6 @@ from hetero_constructs.constructs.props import (
 )
 from hetero_constructs.constructs.runner import ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task import OwnStateMachineTask
-from hetero_constructs.constructs.task_spec import spec_from_file
 from hetero_constructs.constructs.task_state import STRING_TOKEN
 from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.planning import plan
@@ -58,7 +57,7 @@ _STATE_MACHINE_ID = "Resource"
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
-class HeterogeneousTrainingJob(Construct):
+class HeterogeneousTrainingJob(FromSpecFile, Construct):
     """A SageMaker training job (heterogeneous or homogeneous), validated at synth time.
 
     Takes the fields of ``HeterogeneousTrainingJobProps`` as keywords (``spec=...``, the shared
@@ -131,25 +130,6 @@ class HeterogeneousTrainingJob(Construct):
         if props.schedule is not None:
             self._schedule(props.schedule, props.schedule_input or {})
         self.alarms = [self._alarm(props.alarm_topic)]
-
-    @classmethod
-    def from_spec_file(
-        cls,
-        scope: Construct,
-        construct_id: str,
-        path: str | os.PathLike[str],
-        *,
-        spec_overrides: Mapping[str, Any] | None = None,
-        **props: Any,
-    ) -> Self:
-        """The job described by a spec file (JSON, or YAML with .yaml/.yml).
-
-        :param spec_overrides: ``TrainingSpec`` fields set over the file's, e.g. values from
-            the stack: ``{"output_path": bucket_uri(bucket, "runs/"), "role": role.role_arn}``.
-        :param props: the job's other props (``HeterogeneousTrainingJobProps`` but ``spec``).
-        """
-        where = child_path(scope.node.path, construct_id)
-        return cls(scope, construct_id, spec=spec_from_file(path, spec_overrides, where), **props)
 
     # -- the state machine -----------------------------------------------------------------------
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import os
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Concatenate, ParamSpec, TypeVar, cast
+from typing import Any, Concatenate, ParamSpec, Self, TypeVar, cast
 
 from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
@@ -28,7 +29,9 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from hetero_constructs.constructs.paths import child_path
 from hetero_constructs.constructs.retries import DEFAULT_CAPACITY_RETRY, CapacityRetry
+from hetero_constructs.constructs.task_spec import spec_from_file
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import did_you_mean
 
@@ -159,6 +162,30 @@ class HeterogeneousTrainingJobProps(HeterogeneousTrainingProps):
     """The SNS topic of the alarm on failed, timed-out and aborted executions."""
 
 
+class FromSpecFile:
+    """``from_spec_file``, the static factory of the training constructs."""
+
+    @classmethod
+    def from_spec_file(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        path: str | os.PathLike[str],
+        *,
+        spec_overrides: Mapping[str, Any] | None = None,
+        **props: Any,
+    ) -> Self:
+        """The construct for a spec file (JSON, or YAML with .yaml/.yml).
+
+        :param spec_overrides: ``TrainingSpec`` fields set over the file's, e.g. values from
+            the stack: ``{"output_path": bucket_uri(bucket, "runs/"), "max_run": 7200}``.
+        :param props: the construct's other props, as keywords (all of its props but ``spec``).
+        """
+        where = child_path(scope.node.path, construct_id)
+        spec = spec_from_file(path, spec_overrides, where)
+        return cast(Callable[..., Self], cls)(scope, construct_id, spec=spec, **props)
+
+
 def shared_props(props: HeterogeneousTrainingProps) -> dict[str, Any]:
     """The fields of ``props`` that every training construct takes, by name."""
     return {
@@ -241,6 +268,7 @@ def _unknown_props(
 
 
 __all__ = [
+    "FromSpecFile",
     "HeterogeneousTrainingJobProps",
     "HeterogeneousTrainingProps",
     "HeterogeneousTrainingTaskProps",

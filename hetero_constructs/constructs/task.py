@@ -15,10 +15,9 @@ renders).
 from __future__ import annotations
 
 import dataclasses
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import jsii
 from aws_cdk import aws_ec2 as ec2
@@ -34,14 +33,17 @@ from hetero_constructs.constructs.job_names import (
 )
 from hetero_constructs.constructs.packaging import source_bundle
 from hetero_constructs.constructs.paths import child_path
-from hetero_constructs.constructs.props import HeterogeneousTrainingTaskProps, keyword_props
+from hetero_constructs.constructs.props import (
+    FromSpecFile,
+    HeterogeneousTrainingTaskProps,
+    keyword_props,
+)
 from hetero_constructs.constructs.retries import task_retriers
 from hetero_constructs.constructs.runner import CodeLocation, ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task_spec import (
     completion_seconds,
     region_dlc_image,
     region_violations,
-    spec_from_file,
     with_keys,
 )
 from hetero_constructs.constructs.task_state import SubmitTaskState
@@ -83,7 +85,7 @@ class _InStateMachine:
 
 
 @jsii.implements(ec2.IConnectable, iam.IGrantable)
-class HeterogeneousTrainingTask(SubmitTaskState):
+class HeterogeneousTrainingTask(FromSpecFile, SubmitTaskState):
     """A Step Functions task that runs one SageMaker training job to its end.
 
     Takes the fields of ``HeterogeneousTrainingTaskProps`` as keywords (``spec=...``, the shared
@@ -272,25 +274,6 @@ class HeterogeneousTrainingTask(SubmitTaskState):
         retry = self.capacity_retry
         attempts = 1 + (retry.max_attempts if retry else 0)
         return attempts * timeout + sum(retry.delays_seconds() if retry else [])
-
-    @classmethod
-    def from_spec_file(
-        cls,
-        scope: Construct,
-        construct_id: str,
-        path: str | os.PathLike[str],
-        *,
-        spec_overrides: Mapping[str, Any] | None = None,
-        **props: Any,
-    ) -> Self:
-        """The task for a spec file (JSON, or YAML with .yaml/.yml).
-
-        :param spec_overrides: ``TrainingSpec`` fields set over the file's, e.g. values from
-            the stack: ``{"output_path": bucket_uri(bucket, "runs/"), "max_run": 7200}``.
-        :param props: the task's other props (``HeterogeneousTrainingTaskProps`` but ``spec``).
-        """
-        where = child_path(scope.node.path, construct_id)
-        return cls(scope, construct_id, spec=spec_from_file(path, spec_overrides, where), **props)
 
     # -- construction ---------------------------------------------------------------------------
 
