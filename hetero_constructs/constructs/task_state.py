@@ -109,7 +109,8 @@ class SubmitTaskState(sfn.TaskStateBase):
     def _render_task_base(
         self, top_level_query_language: sfn.QueryLanguage | None
     ) -> dict[str, Any]:
-        """What ``renderTaskBase`` renders of the fields this task sets, in its order."""
+        """What ``renderTaskBase`` renders of the fields this task sets (the order is the one this
+        task has always rendered: ``renderTaskBase``'s, but for JSONata's ``Output``)."""
         props = self._props
         state: dict[str, Any] = {"Type": "Task"}
         if props.comment is not None:
