@@ -78,7 +78,8 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
         self, scope: Construct, construct_id: str, props: HeterogeneousTrainingJobProps
     ) -> None:
         super().__init__(scope, construct_id)
-        scope_path = scope.node.path
+        scope_node = scope.node
+        scope_path = scope_node.path
         self.path: str = child_path(scope_path, construct_id)
         if props.schedule_input is not None and props.schedule is None:
             raise ValueError(
@@ -89,7 +90,7 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
         prefix = job_name_prefix_of(spec, props.job_name_prefix, scope_path, construct_id)
         jsonata = is_token(spec.max_wait if spec.use_spot_instances else spec.max_run)
         self.query_language = sfn.QueryLanguage.JSONATA if jsonata else sfn.QueryLanguage.JSON_PATH
-        self.runner = TrainingRunner.of(scope)
+        self.runner = TrainingRunner._found_from(scope, scope_node)
         arns = self.runner.arns
         # Named after the prefix, so the task's policies name it without a reference.
         own = ContainingStateMachine(

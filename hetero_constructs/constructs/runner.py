@@ -292,8 +292,18 @@ class TrainingRunner(Construct):
     @staticmethod
     def of(scope: Construct) -> TrainingRunner:
         """The runner of ``scope``'s stack, found in the construct tree; created on first use."""
-        stack = Stack.of(scope)
-        existing = stack.node.try_find_child(_ID)
+        return TrainingRunner._found_from(scope, None)
+
+    @staticmethod
+    def _found_from(scope: Construct, scope_node: Node | None) -> TrainingRunner:
+        """``of(scope)``, given ``scope.node`` when the caller has read it already (each read
+        is a call into jsii; when the scope is the stack, its node is the stack's)."""
+        if isinstance(scope, Stack):
+            stack, node = scope, scope_node or scope.node
+        else:
+            stack = Stack.of(scope)
+            node = stack.node
+        existing = node.try_find_child(_ID)
         return existing if isinstance(existing, TrainingRunner) else TrainingRunner(stack, _ID)
 
     def code_asset(self, bundle: Path) -> s3_assets.Asset:
