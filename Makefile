@@ -85,6 +85,7 @@ bench: setup
 docs: setup
 	$(PY) -m hetero_constructs.checks.docs > docs/rules.md
 	$(PY) -m hetero_constructs.deployability.catalogue > docs/deployability.md
+	$(PY) -m hetero_constructs.cli.observability_doc > docs/observability.md
 
 # Re-pin after changing pyproject.toml's requirements: resolve them in .venv without the old
 # pins (pip keeps what still fits), then freeze.

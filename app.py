@@ -2,7 +2,7 @@
 """Example app: heterogeneous training, on its own and inside a train -> model -> register pipeline.
 
 - ``HeteroTrainingExample``: one training job (a CPU group feeding a torch_distributed GPU
-  group) with a state machine of its own.
+  group) with a state machine of its own and its dashboard.
 - ``HeteroTrainingPipeline``: the same job as a task in a pipeline: preprocess (a Lambda) ->
   train -> create the SageMaker model -> register it in a model package group; a training
   failure is caught and notified.
@@ -40,6 +40,7 @@ from hetero_constructs import (
     TrainingSpec,
     bucket_uri,
 )
+from hetero_constructs.constructs.dashboard import TrainingDashboard
 from hetero_constructs.constructs.hygiene import depend_on_policy_only
 from hetero_constructs.constructs.runner_resources import RUNTIME
 
@@ -99,6 +100,8 @@ class HeteroTrainingStack(cdk.Stack):
         self.job = HeterogeneousTrainingJob(
             self, "Training", job_name_prefix="hetero-example", spec=example_spec(data_bucket(self))
         )
+        # One row per instance group (GPU or CPU use, samples/s, data wait), then the runs.
+        self.job.add_dashboard()
 
 
 class HeteroTrainingPipelineStack(cdk.Stack):
@@ -231,6 +234,8 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             ),
         )
         depend_on_policy_only(state_machine, state_machine.role)
+        # The training task's dashboard, with the pipeline's executions as its runs.
+        TrainingDashboard(self, "TrainingDashboard", task=self.train, state_machine=state_machine)
 
     def _acknowledge(self) -> None:
         """cdk-nag findings of aws-cdk-lib's own tasks in this pipeline, each with its reason."""

@@ -38,8 +38,10 @@ _LAZY: dict[str, str] = {
     "HostRole": "hetero_constructs.runtime",
     "TrainingEnvironment": "hetero_constructs.runtime",
     "TrainingEnvironmentError": "hetero_constructs.runtime",
+    "MetricsReporter": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.constructs.job",
     "HeterogeneousTrainingTask": "hetero_constructs.constructs.task",
+    "TrainingDashboard": "hetero_constructs.constructs.dashboard",
     **dict.fromkeys(
         (
             "HeterogeneousTrainingProps",
@@ -56,6 +58,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from hetero_constructs.constructs.dashboard import TrainingDashboard as TrainingDashboard
     from hetero_constructs.constructs.job import (
         HeterogeneousTrainingJob as HeterogeneousTrainingJob,
     )
@@ -83,6 +86,7 @@ if TYPE_CHECKING:
     from hetero_constructs.planning import validate as validate
     from hetero_constructs.run.lifecycle import Errors as TrainingErrors  # noqa: F401 (__all__)
     from hetero_constructs.runtime import HostRole as HostRole
+    from hetero_constructs.runtime import MetricsReporter as MetricsReporter
     from hetero_constructs.runtime import TrainingEnvironment as TrainingEnvironment
     from hetero_constructs.runtime import TrainingEnvironmentError as TrainingEnvironmentError
     from hetero_constructs.spec.cluster import InstanceFallback as InstanceFallback

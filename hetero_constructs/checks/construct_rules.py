@@ -10,6 +10,7 @@ REGION_RULE = "CDK-REGION"
 TIMEOUT_TOKEN_RULE = "CDK-TIMEOUT-TOKEN"
 JOB_NAME_RULE = "CDK-JOB-NAME"
 BASE_JOB_NAME_RULE = "CDK-BASE-JOB-NAME"
+BUILTIN_METRICS_RULE = "CDK-BUILTIN-METRICS"
 
 # (id, what it checks, source), for the catalogue.
 CONSTRUCT_RULES = (
@@ -44,11 +45,21 @@ CONSTRUCT_RULES = (
         "as a `job_name_prefix` prop given too. Fix: a shorter prefix, or give it once.",
         "SDK v2 estimator.py (base_job_name prefixes every job name)",
     ),
+    (
+        BUILTIN_METRICS_RULE,
+        "With `builtin_metrics` (the default), the constructs add a metric definition of "
+        "samples per second per instance group and of the data wait per training group (the "
+        "lines `MetricsReporter` writes) after the spec's own; together they fit the API's "
+        "limit on `MetricDefinitions`. Fix: fewer definitions of your own, or "
+        "`builtin_metrics=False`.",
+        "botocore SageMaker model: AlgorithmSpecification.MetricDefinitions (max)",
+    ),
 )
 
 
 __all__ = [
     "BASE_JOB_NAME_RULE",
+    "BUILTIN_METRICS_RULE",
     "CONSTRUCT_RULES",
     "JOB_NAME_RULE",
     "REGION_RULE",

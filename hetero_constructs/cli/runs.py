@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 from hetero_constructs.cli.aws import error_code
 from hetero_constructs.cli.output import seconds_between
 from hetero_constructs.run import lifecycle
+from hetero_constructs.run.metrics import final_metrics
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
 ATTEMPT_TAG = lifecycle.TAG_ATTEMPT
@@ -247,6 +248,7 @@ class TrainingJob:
             "trainingStartTime": self._get("TrainingStartTime"),
             "trainingEndTime": self._get("TrainingEndTime"),
             "secondaryStatusTransitions": self.transitions,
+            "finalMetricDataList": [v.to_dict() for v in final_metrics(self.description)],
         }
 
 

@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hetero_constructs.local.patching import Patches
+from hetero_constructs.local.telemetry import JobTelemetry
 
 #: The outcomes a run can script, one per CreateTrainingJob attempt.
 OUTCOME_STATUSES = ("Completed", "Failed", "Stopped", "ResourceLimitExceeded")
@@ -79,6 +80,8 @@ class TrainingJobAttempt:
     secondary_status: str | None = None
     failure_reason: str | None = None
     planned: Outcome = field(default_factory=lambda: Outcome("Completed"))
+    #: The last value of each metric once the job ended (DescribeTrainingJob's list).
+    final_metrics: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The command line's ``jobs[]`` entry."""
@@ -125,6 +128,8 @@ class TrainingJobs:
         self._outcomes: deque[Outcome] = deque()
         self._backend: Any = None
         self._lock = threading.RLock()
+        #: Writes the hosts' lines and the job's metrics (set by the local cloud).
+        self.telemetry: JobTelemetry | None = None
 
     # -- scripting ------------------------------------------------------------------------
 
@@ -200,6 +205,8 @@ class TrainingJobs:
                         "StatusMessage": "Launching requested ML instances",
                     }
                 ]
+            if jobs.telemetry is not None:
+                jobs.telemetry.started(name, request, job.creation_time)
             jobs._emit(jobs.state_change_event(name))
             return result
 
@@ -215,6 +222,8 @@ class TrainingJobs:
             described.update({k: v for k, v in attempt.request.items() if k != "Tags"})
             if attempt.status not in ("Completed", "Stopped"):
                 described.pop("ModelArtifacts", None)
+            if attempt.final_metrics:
+                described["FinalMetricDataList"] = copy.deepcopy(attempt.final_metrics)
             return described
 
         def stop_training_job(response: Any) -> Any:
@@ -281,6 +290,8 @@ class TrainingJobs:
                 {"Status": "Training", "StartTime": start, "EndTime": end},
                 {"Status": attempt.secondary_status, "StartTime": end, "EndTime": end},
             ]
+            if self.telemetry is not None:
+                attempt.final_metrics = self.telemetry.ended(name, attempt.request, start, end)
         self._emit(self.state_change_event(name))
         return attempt
 
