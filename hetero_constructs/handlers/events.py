@@ -22,11 +22,9 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import boto3
-import control
-import outcome
-import token_store
 from botocore.exceptions import ClientError
 
+from hetero_constructs.handlers import control, outcome, token_store
 from hetero_constructs.run import lifecycle
 
 T = TypeVar("T")
@@ -222,3 +220,15 @@ def dispatch(event: dict[str, Any], dynamodb: Any) -> Any:
 
 def handler(event: dict[str, Any], context: Any = None) -> Any:
     return dispatch(event, boto3.client("dynamodb"))
+
+
+__all__ = [
+    "ReconcileIncomplete",
+    "StopIncomplete",
+    "dispatch",
+    "handler",
+    "on_execution_end",
+    "on_training_job_change",
+    "reconcile",
+    "replay_dead_letters",
+]

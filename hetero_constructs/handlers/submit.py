@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
-import control
-import outcome
-import token_store
 from botocore.exceptions import ClientError
 
+from hetero_constructs.handlers import control, outcome, token_store
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.naming import RunSlot, attempt_job_name
 
@@ -432,3 +430,13 @@ def handler(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         if outcome.error_code(error) in TRANSIENT:
             raise Throttled(str(error)) from error
         raise
+
+
+__all__ = [
+    "InvalidOverrides",
+    "Run",
+    "Submission",
+    "Throttled",
+    "handler",
+    "prepare",
+]
