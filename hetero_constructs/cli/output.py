@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from rich import box
@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from hetero_constructs.runs.execution import seconds_between
 from hetero_constructs.spec.violations import Violation, render_value
 
 # Plain output is for pipes and files: no line is ever wrapped by the renderer.
@@ -166,12 +167,6 @@ def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
-
-
-def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
-    if start is None or end is None:
-        return None
-    return (_utc(end) - _utc(start)) / timedelta(seconds=1)
 
 
 __all__ = [
