@@ -2,7 +2,7 @@
 imports itself back through others, and no module outgrows 500 lines.
 
 Every import counts: at module level, inside functions (imported on first use) and for type
-checking only. ``LAYERS`` below is the one declaration of the layer order (README: Layout).
+checking only. ``LAYERS`` below is the one declaration of the layer order (docs/design.md: Layout).
 """
 
 from __future__ import annotations

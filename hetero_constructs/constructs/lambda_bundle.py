@@ -53,8 +53,17 @@ _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py")
 # Modules of those layers the Lambda never imports: the rule catalogue generator and the
 # construct-only rule ids, and the YAML reader (spec files only; the Lambda gets its spec as
-# JSON and its runtime has no PyYAML).
-LEFT_OUT = frozenset({"checks/docs.py", "checks/construct_rules.py", "spec/file/safe_yaml.py"})
+# JSON and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
+# command line use them, on top of the training-script helper the Lambda does not ship).
+LEFT_OUT = frozenset(
+    {
+        "checks/docs.py",
+        "checks/construct_rules.py",
+        "spec/file/safe_yaml.py",
+        "run/metrics.py",
+        "run/dashboard.py",
+    }
+)
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 _DOC_KEYS = frozenset({"documentation", "documentationUrl"})
 _RULE_DOC_ARGUMENTS = frozenset({"source", "example"})
