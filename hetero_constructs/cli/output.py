@@ -124,15 +124,23 @@ def json_default(value: Any) -> Any:
 
 
 def print_violations(violations: Sequence[Violation], source: str, out: TextIO) -> None:
-    """Every violation: rule id, path, problem, value given, what is allowed, the fix."""
+    """Every violation: severity, rule id, path, problem, value given, what is allowed, the fix.
+
+    A warning's fix is followed by the ``acknowledgments:`` entry that silences it.
+    """
     noun = "violation" if len(violations) == 1 else "violations"
-    out.write(f"{len(violations)} {noun} in {source}:\n")
+    warnings = sum(1 for v in violations if v.severity == "warning")
+    tally = f" ({len(violations) - warnings} error(s), {warnings} warning(s))" if warnings else ""
+    out.write(f"{len(violations)} {noun} in {source}{tally}:\n")
     for v in violations:
-        out.write(f"\n  [{v.rule}] {v.path or '(spec)'}\n")
+        out.write(f"\n  {v.severity} [{v.rule}] {v.path or '(spec)'}\n")
         out.write(f"    {v.problem}\n")
         out.write(f"    given:   {render_value(v.value)}\n")
         out.write(f"    allowed: {v.allowed}\n")
         out.write(f"    fix:     {v.fix}\n")
+        if v.acknowledgment is not None:
+            out.write("    or, if it does not apply, acknowledge it in the spec:\n")
+            out.write(f"             {v.acknowledgment}\n")
 
 
 def duration_text(seconds: float | None) -> str:
