@@ -30,6 +30,7 @@ LAYERS = (
     "lambda",  # the functions' entry points (the top-level lambda/ folder)
     "hetero_constructs.deployability",  # AWS quotas a template must fit, and the synth plugin
     "hetero_constructs.constructs",  # the CDK constructs
+    "hetero_constructs.runs",  # training runs read and steered through AWS: the Python API
     "hetero_constructs.local",  # local runs of synthesized templates (a library)
     "hetero_constructs.cli",  # hetero-train, the only command line
     "hetero_constructs",  # the package itself: the public names, imported on first use

@@ -105,14 +105,18 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
             state_name=_STATE_NAME,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
-        self.task = OwnStateMachineTask(
-            self,
-            _TASK_ID,
-            task_props,
-            own_state_machine=own,
-            runner=self.runner,
-            scope_path=self.path,
-        )
+        try:
+            self.task = OwnStateMachineTask(
+                self,
+                _TASK_ID,
+                task_props,
+                own_state_machine=own,
+                runner=self.runner,
+                scope_path=self.path,
+            )
+        except SpecValidationError as error:
+            # The user's construct, not the task inside it, is where the spec was given.
+            raise error.with_scope(self.path) from None
         self.spec = self.task.spec
         self.request = self.task.request
         self.deployment = self.task.deployment
