@@ -50,7 +50,7 @@ node_modules/.installed: package-lock.json $(VENV)/.synth-installed
 
 synth: setup-synth
 	npx cdk synth --quiet
-	@echo "Templates written to cdk.out/ (see README: 'What make synth produces')."
+	@echo "Templates written to cdk.out/ (see docs/getting-started.md: 'What make synth produces')."
 	@echo "Running one execution of the example state machine locally (moto, no AWS account):"
 	$(VENV)/bin/hetero-train run --local cdk.out/HeteroTrainingExample.template.json
 

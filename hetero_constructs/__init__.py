@@ -7,7 +7,7 @@ and the training-script helper. Everything else is reached through its module.
 Every public name is imported on first use (PEP 562) from the module that defines it: the CDK
 constructs (aws_cdk takes about a second to import) only when they are used, and importing one
 module of the pure-Python layers, as the Lambda handlers do, does not import the rest of the
-library (README: Layout).
+library (docs/design.md: Layout).
 """
 
 from __future__ import annotations

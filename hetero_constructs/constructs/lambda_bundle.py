@@ -46,19 +46,22 @@ LAMBDA_OPERATIONS = (
 DATA_PATH = "botocore_data"
 SERVICE = "sagemaker"
 PACKAGE_ROOT = Path(__file__).resolve().parents[1]
-# The handlers: lambda/ in a checkout, the packaged copy (hetero_constructs.lambda_handlers,
-# mapped by pyproject.toml's package-dir) when the library is installed.
+# The functions' entry points: lambda/ in a checkout, the packaged copy
+# (hetero_constructs.lambda_handlers, mapped by pyproject.toml's package-dir) when installed.
 _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
-# The pure-Python layers the handlers validate with (no CDK, no CLI, no local runner).
-LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py")
+# The handlers and the pure-Python layers they validate with (no CDK, no CLI, no local runner).
+LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
 # Modules of those layers the Lambda never imports: the construct-only rule ids, the
 # spec-field reference, and the YAML reader (spec files only; the Lambda gets its spec as JSON
-# and its runtime has no PyYAML).
+# and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
+# command line use them, on top of the training-script helper the Lambda does not ship).
 LEFT_OUT = frozenset(
     {
         "checks/construct_rules.py",
         "spec/file/safe_yaml.py",
         "spec/reference.py",
+        "run/metrics.py",
+        "run/dashboard.py",
     }
 )
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
@@ -236,7 +239,7 @@ def bundled_source(source: str) -> str:
 
 
 def lambda_source() -> Path:
-    """The folder holding ``submit.py``, ``events.py`` and their helpers."""
+    """The folder holding the entry points ``submit.py`` and ``events.py``."""
     if _CHECKOUT_HANDLERS.is_dir():
         return _CHECKOUT_HANDLERS
     spec = importlib.util.find_spec("hetero_constructs.lambda_handlers")
@@ -322,8 +325,8 @@ exec(compile(_SOURCES["__init__.py"], __file__, "exec"))
 def package_files() -> dict[str, bytes]:
     """Every file of the Lambda package: archive name -> content.
 
-    The handlers are plain files; the core is one solid archive (``MODULE_ARCHIVE``) that the
-    package's ``hetero_constructs/__init__.py`` serves modules from.
+    The entry points are plain files; the handlers and the core are one solid archive
+    (``MODULE_ARCHIVE``) that the package's ``hetero_constructs/__init__.py`` serves modules from.
     """
     files = {
         name: bundled_source(path.read_text(encoding="utf-8")).encode()
@@ -375,7 +378,8 @@ def _staged(fingerprint: tuple[tuple[str, int, int], ...]) -> Path:
 
 
 def lambda_package() -> Path:
-    """A staged folder: the handlers, ``hetero_constructs`` with its core, and the model.
+    """A staged folder: the entry points, ``hetero_constructs`` with the handlers and the core,
+    and the model.
 
     The model is ``botocore_data/sagemaker/<version>/service-2.json``; point ``AWS_DATA_PATH``
     at ``botocore_data`` in the package. The folder is content-addressed: the same sources give

@@ -67,6 +67,10 @@ class Deployment:
 
 _NO_DEPLOYMENT = Deployment()
 
+#: The execution role a spec is judged with when the deployment will supply it (AWS's
+#: documentation account id; never sent anywhere).
+PENDING_ROLE_ARN = "arn:aws:iam::111122223333:role/supplied-by-the-deployment"
+
 # -- Local files -----------------------------------------------------------------------------
 # Rules ask whether a local source_dir is a directory and holds a file. A directory's listing is
 # read once and kept with the directory's identity; a plan then costs one stat of the directory,
@@ -181,10 +185,15 @@ class RuleContext:
         spec: TrainingSpec,
         deployment: Deployment | None = None,
         is_token: TokenPredicate = never_a_token,
+        *,
+        deployment_pending: bool = False,
     ) -> None:
         self.spec = spec
         self.deployment = deployment or _NO_DEPLOYMENT
         self.is_token = is_token
+        #: The spec alone is judged: what a deployment supplies (the region, the execution
+        #: role) is not missing yet, only wrong when given (``validate(spec)``).
+        self.deployment_pending = deployment_pending
         #: ``known(value)``: the value is present and concrete (not a CDK token to be resolved
         #: at deploy). Without a token predicate every present value is concrete.
         self.known: Callable[[Any], bool] = (
@@ -194,6 +203,9 @@ class RuleContext:
         # Deployment inputs, the deployment's first; plain attributes, as each is one lookup.
         self.region: str | None = self.deployment.region or spec.region
         self.role_arn: str | None = self.deployment.role_arn or spec.role
+        if self.role_arn is None and deployment_pending:
+            # Judged as the request will be: with the role the deployment gives (any valid ARN).
+            self.role_arn = PENDING_ROLE_ARN
         self.output_path: str | None = spec.output_path
         #: A custom image named by the user (the DLC version rules do not apply to it).
         self.explicit_image_uri: str | None = spec.image_uri
@@ -290,6 +302,29 @@ class RuleContext:
         return None
 
     @cached_property
+    def distribution_group_candidates(self) -> tuple[InstanceGroup, ...]:
+        """The groups the launcher could be meant to run on, when the spec leaves it open.
+
+        Empty when the distribution group is known (or there is no launcher or no group). Else
+        the named groups that exist, or, with none of them, every group of the cluster.
+        """
+        groups = self.spec.instance_groups
+        if not groups or not self.launchers or self.distribution_group is not None:
+            return ()
+        requested = self.requested_distribution_groups
+        named = tuple(g for g in groups if g.name in requested)
+        return named or tuple(groups)
+
+    def with_distribution_group(self, group: InstanceGroup) -> RuleContext:
+        """The same spec judged as if ``group`` were its one distribution group."""
+        other = RuleContext(
+            self.spec, self.deployment, self.is_token, deployment_pending=self.deployment_pending
+        )
+        # Set where the cached property keeps its value: the property never runs.
+        other.__dict__["distribution_group"] = group
+        return other
+
+    @cached_property
     def distribution_instance_type(self) -> str | None:
         """The instance type the launcher runs on: the distribution group's, or the cluster's."""
         if self.spec.instance_groups:
@@ -361,6 +396,7 @@ __all__ = [
     "FEATURES",
     "LAUNCHER_OPTIONS",
     "MODEL_PARALLEL",
+    "PENDING_ROLE_ARN",
     "SMDDP_COLLECTIVE",
     "Deployment",
     "RuleContext",

@@ -64,6 +64,12 @@ def attempt_job_name(prefix: str, slot: RunSlot, attempt: int) -> str:
     return f"{readable}-{digest}" if readable else digest
 
 
+def job_name_stem(prefix: str) -> str:
+    """What every job name of ``prefix`` starts with, before the ``-`` that follows it: the
+    sanitized prefix, cut as ``attempt_job_name`` cuts it (a dashboard searches for it)."""
+    return _HYPHENS.sub("-", sanitize_name(prefix))[: MAX_JOB_NAME - _DIGEST - 1].rstrip("-")
+
+
 def preview_job_name(prefix: str, execution_name: str) -> str:
     """A name of the length and shape a run's first job gets, before the run exists.
 
@@ -78,6 +84,7 @@ __all__ = [
     "MAX_JOB_NAME",
     "RunSlot",
     "attempt_job_name",
+    "job_name_stem",
     "preview_job_name",
     "sanitize_name",
 ]

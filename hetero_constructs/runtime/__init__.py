@@ -17,6 +17,9 @@ Typical use in a script that every instance group runs::
     elif env.role is HostRole.DATA:
         serve_data(to=env.distribution_hosts)
 
+``MetricsReporter`` (``metrics``) writes the lines that tell SageMaker, the dashboard and
+``hetero-train`` which host is in which group, its samples per second and its data wait.
+
 The attribute names and values match ``sagemaker_training.environment.Environment`` (see
 :class:`TrainingEnvironment`). ``Role`` is the former name of :class:`HostRole`.
 """
@@ -39,6 +42,7 @@ from .config import (
 )
 from .environment import HostRole, Role, TrainingEnvironment
 from .errors import TrainingEnvironmentError
+from .metrics import MetricsReporter
 
 __all__ = [
     "BASE_DIR_ENV",
@@ -50,6 +54,7 @@ __all__ = [
     "RESOURCE_CONFIG_FILE",
     "TOOLKIT_HYPERPARAMETERS",
     "HostRole",
+    "MetricsReporter",
     "Role",
     "TrainingEnvironment",
     "TrainingEnvironmentError",

@@ -3,7 +3,7 @@
 Each case writes the example spec file with a distinctive value for the field,
 builds the job with ``HeterogeneousTrainingJob.from_spec_file``, synthesizes the app and finds
 the value in the template: in the CreateTrainingJob request the submit Lambda plans from the
-payload the state machine carries (the same ``plan`` call as ``lambda/submit.py``), in the
+payload the state machine carries (the same ``plan`` call as ``handlers/submit.py``), in the
 code asset, the state machine or the role; or the construct refuses it with a named violation.
 """
 
@@ -64,7 +64,7 @@ class Synthesized:
 
 
 def _planned(payload: dict[str, Any], variant: int | None = None) -> dict[str, Any]:
-    # What the submit Lambda does with the payload (lambda/submit.py prepare, no overrides).
+    # What the submit Lambda does with the payload (handlers/submit.py prepare, no overrides).
     deployment = Deployment(job_name=f"{payload['jobNamePrefix']}-run", **payload["deployment"])
     planned = plan(spec_from_dict(payload["spec"]), deployment, variant=variant)
     assert planned.request is not None, planned.violations

@@ -835,7 +835,7 @@ def test_dead_lettered_events_are_replayed_and_the_run_completes(harness: Harnes
             assert time.monotonic() < waiting, "the job's end event was never dead-lettered"
             assert not running.done(), running.result()
             time.sleep(0.05)
-        # README, Reliability: aws lambda invoke --function-name <events function>
+        # docs/reliability.md: aws lambda invoke --function-name <events function>
         #   --payload '{"action":"replay-dead-letters"}' out.json
         answer = cloud.client("lambda").invoke(
             FunctionName=harness.events_function,

@@ -4,9 +4,11 @@
 the sdist is missing from the wheel too. The wheel is installed into a fresh virtualenv with
 the ``cdk`` extra only (no test or dev extras), constrained by the lock (or by
 ``$HETERO_CONSTRAINTS``: ``make test-minimum`` installs it on the oldest supported versions).
-The README's "Use it in your own app" section is then followed to the letter, outside the
+The newcomer's path of the README (Install, Your first job, Synthesize) and of
+docs/getting-started.md (Test your stack) is then followed to the letter, outside the
 repository, with nothing of the repository on ``PYTHONPATH`` or ``PATH``: its files are
-written from its code blocks and its shell lines are run.
+written from its code blocks, its shell lines are run, and the violation it shows is the one
+the library prints.
 
 The build and the virtualenv are made once per test session, shared by the xdist workers.
 """
@@ -36,7 +38,13 @@ T = TypeVar("T")
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "hetero_constructs"
 CONSTRAINTS = ROOT / os.environ.get("HETERO_CONSTRAINTS", "requirements/lock.txt")
-SECTION = "Use it in your own app"
+# The sections a newcomer follows, in order: (file, "## " heading).
+SECTIONS = (
+    ("README.md", "Install"),
+    ("README.md", "Your first job"),
+    ("README.md", "Synthesize"),
+    ("docs/getting-started.md", "Test your stack"),
+)
 # jsii's box when it runs on a Node it no longer supports.
 NODE_BANNER = re.compile(r"end-of-life|not supported anymore", re.IGNORECASE)
 
@@ -137,16 +145,21 @@ def user_environment(venv: Path) -> dict[str, str]:
     return env
 
 
-# --- the README section ---------------------------------------------------------------------
+# --- the newcomer's sections ----------------------------------------------------------------
 
 FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<body>.*?)^```\s*$", re.MULTILINE | re.DOTALL)
 
 
-def readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
+def doc_section(path: str, title: str) -> str:
+    text = (ROOT / path).read_text()
     start = text.index(f"\n## {title}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]
+
+
+def newcomer_path() -> str:
+    """The sections of ``SECTIONS``, one after the other."""
+    return "\n".join(doc_section(path, title) for path, title in SECTIONS)
 
 
 def code_blocks(section: str) -> Iterator[tuple[str, str]]:
@@ -177,22 +190,33 @@ def shell_lines(section: str) -> list[str]:
 
 def line_starting(lines: list[str], prefix: str) -> str:
     found = [line for line in lines if line.startswith(prefix)]
-    assert len(found) == 1, f"README section {SECTION!r}: expected one {prefix!r} line: {found}"
+    assert len(found) == 1, f"sections {SECTIONS}: expected one {prefix!r} line: {found}"
     return found[0]
 
 
-def test_readme_section_holds_an_app_a_test_a_spec_and_the_commands() -> None:
-    section = readme_section(SECTION)
+def console_output(section: str, command: str) -> str:
+    """What a ```console block shows after ``$ command``."""
+    for info, body in code_blocks(section):
+        first, _, rest = body.partition("\n")
+        if info.split(" ")[0] == "console" and first == f"$ {command}":
+            return rest
+    raise AssertionError(f"no console block starts with $ {command}")
+
+
+def test_the_newcomer_path_holds_an_app_a_test_a_spec_and_the_commands() -> None:
+    section = newcomer_path()
     assert {"app.py", "cdk.json", "test_app.py", "training.yaml", "code/train.py"} <= set(
         files_of(section)
     )
     lines = shell_lines(section)
     for prefix in (
-        "pip install 'hetero-constructs[cdk]'",
+        "python -m build",
+        "pip install 'dist/hetero_constructs-",
         "export JSII_NODE=",
         "hetero-train plan",
     ):
         line_starting(lines, prefix)
+    assert console_output(section, "hetero-train plan broken.yaml")
 
 
 # --- the distributions ----------------------------------------------------------------------
@@ -262,15 +286,19 @@ def test_the_cdk_extra_installs_no_test_or_dev_tools(venv: Path) -> None:
 
 
 def test_the_readme_app_synthesizes_tests_and_plans_from_the_wheel(
-    venv: Path, tmp_path: Path
+    venv: Path, wheel: Path, tmp_path: Path
 ) -> None:
-    section = readme_section(SECTION)
+    section = newcomer_path()
     app = tmp_path / "my-training-app"
     for name, body in files_of(section).items():
         (app / name).parent.mkdir(parents=True, exist_ok=True)
         (app / name).write_text(body)
     lines = shell_lines(section)
     env = user_environment(venv)
+
+    # The install line names the wheel `python -m build` writes (its version included).
+    install = shlex.split(line_starting(lines, "pip install 'dist/"))
+    assert install[:2] == ["pip", "install"] and install[2] == f"dist/{wheel.name}[cdk]", install
 
     # The README's one line that finds the wheel's Node.
     export = line_starting(lines, "export JSII_NODE=")
@@ -318,8 +346,10 @@ def test_the_readme_app_synthesizes_tests_and_plans_from_the_wheel(
     broken[broken.index("training.yaml")] = "broken.yaml"
     rejected = run(broken, cwd=app, env=env, check=False)
     assert rejected.returncode == 1, rejected.stdout + rejected.stderr
-    assert "ml.p4d.24xlarg" in rejected.stdout + rejected.stderr
     assert "Traceback" not in rejected.stdout + rejected.stderr
+    # Exactly what the README shows for it.
+    shown = console_output(section, f"hetero-train plan {shlex.join(broken[2:])}")
+    assert rejected.stdout.strip() == shown.strip(), rejected.stdout
 
 
 def test_importing_the_cdk_layer_points_jsii_at_the_wheel_node(venv: Path, tmp_path: Path) -> None:

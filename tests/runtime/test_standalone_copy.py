@@ -79,6 +79,7 @@ def test_copied_folder_runs_without_site_packages(
         "hetero_runtime.config",
         "hetero_runtime.environment",
         "hetero_runtime.errors",
+        "hetero_runtime.metrics",
     ]
 
 

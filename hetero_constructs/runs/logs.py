@@ -27,7 +27,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hetero_constructs.cli.aws import error_code
+from hetero_constructs.runs.clients import error_code
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 # Empty pages read on per stream and poll before the rest waits for the next poll.

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hetero_constructs.cli.aws import RunClients
-from hetero_constructs.cli.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs, LogLine, sort_lines
-from hetero_constructs.cli.runs import (
+from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.execution import (
     Clock,
     Execution,
     JobFinder,
@@ -24,6 +23,7 @@ from hetero_constructs.cli.runs import (
     run_summary,
     utc_now,
 )
+from hetero_constructs.runs.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs, LogLine, sort_lines
 
 
 @dataclass
