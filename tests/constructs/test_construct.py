@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -30,7 +27,6 @@ from hetero_constructs import (
     bucket_uri,
 )
 from hetero_constructs.constructs.packaging import source_bundle, tar_gz_bytes
-from hetero_constructs.constructs.runner import lambda_package
 from tests.fixtures.construct_specs import REPO, spec, stack
 from tests.fixtures.templates import definitions, policy_statements, resources
 
@@ -338,32 +334,6 @@ def test_code_bundle_is_deterministic(tmp_path: Path) -> None:
     assert source_bundle(code).read_bytes() == first
     (code / "train.py").write_text("print('changed')\n")
     assert tar_gz_bytes({"": code}) != first
-
-
-def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) -> None:
-    package = lambda_package()
-    names = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
-    assert {"submit.py", "events.py", "hetero_constructs/_modules.xz"} <= names
-    assert any(n.startswith("botocore_data/sagemaker/") for n in names)
-    assert not any("__pycache__" in n for n in names)
-    assert not any(
-        n.startswith(("hetero_constructs/constructs", "hetero_constructs/runtime")) for n in names
-    )
-    script = (
-        "import sys; sys.modules['yaml'] = None; sys.modules['aws_cdk'] = None; "
-        "import submit, events; print('ok')"
-    )
-    copy = tmp_path / "package"
-    shutil.copytree(package, copy)  # running Python in the cached package would add __pycache__
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin"},
-    )
-    assert result.stdout.strip() == "ok", result.stderr
 
 
 def test_lone_entry_point_is_shipped_at_the_root(tmp_path: Path) -> None:

@@ -114,6 +114,11 @@ def test_package_holds_the_handlers_the_core_and_the_trimmed_model(package: Path
     version, _ = trimmed_service_model()
     assert {"submit.py", "events.py"} <= names  # the entry points the functions name
     assert {"hetero_constructs/__init__.py", MODULE_ARCHIVE} <= names
+    # Nothing of the package beside the archive and what serves it (no constructs, runtime).
+    assert {n for n in names if n.startswith("hetero_constructs/")} == {
+        "hetero_constructs/__init__.py",
+        MODULE_ARCHIVE,
+    }
     assert f"{DATA_PATH}/sagemaker/{version}/service-2.json" in names
     # The core travels in one solid archive that the package's __init__ serves modules from.
     archived = set(json.loads(lzma.decompress((package / MODULE_ARCHIVE).read_bytes())))
@@ -206,6 +211,7 @@ def test_handlers_import_and_plan_the_example_from_the_staged_directory_alone(
         f"""
         import json, sys
         sys.modules["yaml"] = None  # the Lambda runtime has no PyYAML
+        sys.modules["aws_cdk"] = None  # nor the CDK: the handlers never import it
         import events, submit
         from hetero_constructs.planning import plan
         from hetero_constructs.spec.file.reader import read_spec_file
