@@ -51,22 +51,28 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 # The handlers and the pure-Python layers they validate with (no CDK, no CLI, no local runner).
 LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
-# Modules of those layers the Lambda never imports: the rule catalogue generator and the
-# construct-only rule ids, and the YAML reader (spec files only; the Lambda gets its spec as
-# JSON and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
+# Modules of those layers the Lambda never imports: the construct-only rule ids, the
+# spec-field reference, and the YAML reader (spec files only; the Lambda gets its spec as JSON
+# and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
 # command line use them, on top of the training-script helper the Lambda does not ship).
 LEFT_OUT = frozenset(
     {
-        "checks/docs.py",
         "checks/construct_rules.py",
         "spec/file/safe_yaml.py",
+        "spec/reference.py",
         "run/metrics.py",
         "run/dashboard.py",
     }
 )
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 _DOC_KEYS = frozenset({"documentation", "documentationUrl"})
-_RULE_DOC_ARGUMENTS = frozenset({"source", "example"})
+# Calls whose keyword arguments are documentation only (the catalogues are generated outside the
+# Lambda): each argument and what takes its place.
+_DOC_ARGUMENTS: dict[str, dict[str, str]] = {
+    "rule": {"source": '""', "example": '""'},
+    "register_rule": {"title": '""', "details": '""', "source": '""', "examples": "()"},
+    "spec_field": {"doc": '""'},
+}
 
 
 # -- The model -------------------------------------------------------------------------------
@@ -181,11 +187,12 @@ def _documentation_only(tree: ast.Module) -> Iterator[tuple[_Part, str]]:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Name)
-            and node.func.id == "rule"
+            and node.func.id in _DOC_ARGUMENTS
         ):
+            blanked = _DOC_ARGUMENTS[node.func.id]
             for keyword in node.keywords:
-                if keyword.arg in _RULE_DOC_ARGUMENTS:
-                    yield keyword.value, '""'
+                if keyword.arg in blanked:
+                    yield keyword.value, blanked[keyword.arg]
 
 
 def _replace(lines: list[bytes], node: _Part, replacement: str) -> None:

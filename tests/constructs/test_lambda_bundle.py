@@ -124,7 +124,7 @@ def test_package_holds_the_handlers_the_core_and_the_trimmed_model(package: Path
     archived = set(json.loads(lzma.decompress((package / MODULE_ARCHIVE).read_bytes())))
     assert {"__init__.py", "planning.py", "checks/rules/api/__init__.py"} <= archived
     assert {"handlers/submit.py", "handlers/events.py", "handlers/token_store.py"} <= archived
-    assert "checks/docs.py" not in archived  # the catalogue generator
+    assert "spec/reference.py" not in archived  # the spec-field reference generator
     assert "spec/file/safe_yaml.py" not in archived  # spec files only; no PyYAML in the Lambda
     layers = ("spec/", "service/", "request/", "run/", "checks/", "handlers/")
     assert all(n.startswith(layers) or n in ("__init__.py", "planning.py") for n in archived)

@@ -240,10 +240,12 @@ def _watch(
         # Idle is measured from the last word of the last trainer that left: a trainer that
         # went silent was dropped by its worker idle_timeout after its last frame.
         if not any(open_by_worker) and time.monotonic() - idle_since > idle_timeout:
+            missing = sorted(set(range(world_size)) - done_ranks)
+            waiting = f"ranks {missing} of {world_size}" if world_size else "any rank"
             raise TrainersGone(
-                f"no trainer connected or spoke for {idle_timeout:g} s and ranks "
-                f"{sorted(set(range(world_size)) - done_ranks) or 'all'} never finished: the "
-                "training group is gone (crashed or killed). Stopping so that the job ends"
+                f"no trainer connected or spoke for {idle_timeout:g} s and {waiting} never said "
+                "goodbye: the training group is gone (crashed or killed). Stopping so that the "
+                "job ends"
             )
 
 
