@@ -7,6 +7,7 @@ raises ``SpecValidationError`` with every violation); ``validate`` returns the v
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,13 +62,24 @@ def plan(
     validated too (their violations name the fallback). With ``variant``, that variant's
     request, validated alone (a run moving to a fallback after a capacity failure).
     """
+    return _plan(spec, deployment, is_token, variant, deployment_pending=False)
+
+
+def _plan(
+    spec: TrainingSpec,
+    deployment: Deployment | None,
+    is_token: TokenPredicate,
+    variant: int | None,
+    *,
+    deployment_pending: bool,
+) -> Plan:
     count = variants.variant_count(spec)
     # Without fallbacks every variant is the declared spec.
     chosen = spec if count == 1 else variants.variant(spec, variant or 0).spec
-    context = RuleContext(chosen, deployment, is_token)
-    found = run_rules(context)
+    context = RuleContext(chosen, deployment, is_token, deployment_pending=deployment_pending)
+    found = _violations(context)
     if variant is None and count > 1:
-        _add_fallback_violations(found, spec, count, deployment, is_token)
+        _add_fallback_violations(found, spec, count, context)
     reasons = spec.acknowledgments
     if reasons:
         acknowledged = tuple(
@@ -76,23 +88,69 @@ def plan(
         violations = tuple(v for v in found if v.severity != "warning" or v.rule not in reasons)
     else:
         acknowledged, violations = (), tuple(found)
-    request = None if violations else request_of(context)
+    # validate() alone leaves the deployment's facts open: it wants no request.
+    request = None if violations or deployment_pending else request_of(context)
     return Plan(request, violations, context, acknowledged)
 
 
+def _violations(context: RuleContext) -> list[Violation]:
+    """Every rule's violations; where the spec leaves its launcher (several are enabled) or its
+    distribution group open, also those of each reading it could mean, so that settling it
+    brings no new violation. A finding only some readings have says which."""
+    found = run_rules(context)
+    readings = _readings(context)
+    if not readings:
+        return found
+    seen = {(v.rule, v.path, v.problem) for v in found}
+    # (rule, path, problem) -> the violation and the readings that have it
+    more: dict[tuple[str, str, str], tuple[Violation, list[str]]] = {}
+    for label, reading in readings:
+        for violation in run_rules(reading):
+            key = (violation.rule, violation.path, violation.problem)
+            if key not in seen:
+                more.setdefault(key, (violation, []))[1].append(label)
+    for violation, labels in more.values():
+        if len(labels) < len(readings):
+            violation = dataclasses.replace(
+                violation, problem=f"With {' or '.join(labels)}: {violation.problem}"
+            )
+        found.append(violation)
+    return found
+
+
+def _readings(context: RuleContext) -> list[tuple[str, RuleContext]]:
+    """Each launcher and distribution group the spec could mean, labelled; none when both are
+    settled."""
+    launchers = context.launchers if len(context.launchers) > 1 else ()
+    groups = context.distribution_group_candidates
+    if not launchers and not groups:
+        return []
+    readings = []
+    for launcher in launchers or (None,):
+        for group in groups or (None,):
+            parts = []
+            if launcher is not None:
+                parts.append(f"{launcher.kind.value} as the launcher")
+            if group is not None:
+                parts.append(f"'{group.name}' as the distribution group")
+            readings.append((" and ".join(parts), context.reading(launcher=launcher, group=group)))
+    return readings
+
+
 def _add_fallback_violations(
-    found: list[Violation],
-    spec: TrainingSpec,
-    count: int,
-    deployment: Deployment | None,
-    is_token: TokenPredicate,
+    found: list[Violation], spec: TrainingSpec, count: int, context: RuleContext
 ) -> None:
     """Add the violations of fallback variants 1 to ``count - 1`` not already ``found``."""
     seen = {(v.rule, v.path, v.problem) for v in found}
     for index in range(1, count):
         other = variants.variant(spec, index)
-        other_context = RuleContext(other.spec, deployment, is_token)
-        for violation in run_rules(other_context):
+        other_context = RuleContext(
+            other.spec,
+            context.deployment,
+            context.is_token,
+            deployment_pending=context.deployment_pending,
+        )
+        for violation in _violations(other_context):
             named = variants.name_the_fallback(violation, other)
             key = (named.rule, named.path, named.problem)
             if (violation.rule, violation.path, violation.problem) in seen or key in seen:
@@ -107,8 +165,14 @@ def validate(
     *,
     is_token: TokenPredicate = never_a_token,
 ) -> list[Violation]:
-    """Every violation of the spec (empty when it is valid)."""
-    return list(plan(spec, deployment, is_token=is_token).violations)
+    """Every violation of the spec (empty when it is valid).
+
+    Without ``deployment``, the spec alone is judged: what a deployment supplies (the region,
+    the execution role) is not reported missing, as a construct would supply it; a value the
+    spec gives is still checked.
+    """
+    pending = deployment is None
+    return list(_plan(spec, deployment, is_token, None, deployment_pending=pending).violations)
 
 
 __all__ = [

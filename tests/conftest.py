@@ -28,3 +28,11 @@ def stacks(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.fixtures.local_stacks import synthesize
 
     return synthesize(tmp_path_factory.mktemp("local-cdk.out"))
+
+
+@pytest.fixture(scope="session")
+def user_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A user's Lambda -> training task -> Choice pipeline: its synthesized template's path."""
+    from tests.fixtures.user_pipeline import synthesize
+
+    return synthesize(tmp_path_factory.mktemp("user-cdk.out"))

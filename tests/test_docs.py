@@ -4,7 +4,8 @@ The README stays a ten-minute read (at most 250 lines, with a table of contents)
 else lives in docs/, and each page there is reachable from the README. Every relative link of
 the README, docs/, CONTRIBUTING.md and CHANGELOG.md names a file that exists and, with a
 ``#fragment``, a heading that file has (GitHub's anchor rules). The code blocks meant to run
-are run elsewhere: tests/packaging/test_wheel.py (the README's newcomer path).
+are run elsewhere: tests/packaging/test_wheel.py (the README's newcomer path, from the wheel)
+and tests/test_docs_examples.py (every other block meant to run).
 """
 
 from __future__ import annotations

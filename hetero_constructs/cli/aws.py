@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
 import boto3
-import botocore.loaders
-import botocore.session
-from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -19,27 +15,7 @@ from botocore.exceptions import (
     ProfileNotFound,
 )
 
-# The SDK's standard retry mode rides out throttling while a run is followed.
-_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8})
-
-
-@functools.cache
-def _service_models() -> botocore.loaders.Loader:
-    """One loader per process: each service model (SageMaker's is large) is parsed once, not
-    once per session (the local runner and the tests open many)."""
-    return botocore.loaders.create_loader()
-
-
-@dataclass(frozen=True)
-class RunClients:
-    """The three clients a training run is read and steered with.
-
-    Any boto3 clients do: real AWS, moto in-process (``mock_aws``) or a moto server.
-    """
-
-    stepfunctions: Any
-    sagemaker: Any
-    logs: Any
+from hetero_constructs.runs.clients import CLIENT_CONFIG, RunClients, error_code, new_session
 
 
 @dataclass(frozen=True)
@@ -52,26 +28,15 @@ class AwsOptions:
     endpoint_url: str | None = None
 
     def session(self) -> boto3.Session:
-        core = botocore.session.Session(profile=self.profile)
-        core.register_component("data_loader", _service_models())
-        return boto3.Session(botocore_session=core, region_name=self.region)
+        return new_session(self.profile, self.region)
 
     def client(self, service: str, session: boto3.Session | None = None) -> Any:
         return (session or self.session()).client(
-            service, endpoint_url=self.endpoint_url, config=_CLIENT_CONFIG
+            service, endpoint_url=self.endpoint_url, config=CLIENT_CONFIG
         )
 
     def run_clients(self) -> RunClients:
-        session = self.session()
-        return RunClients(
-            stepfunctions=self.client("stepfunctions", session),
-            sagemaker=self.client("sagemaker", session),
-            logs=self.client("logs", session),
-        )
-
-
-def error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
+        return RunClients.create(self.session(), endpoint_url=self.endpoint_url)
 
 
 def describe_aws_error(error: Exception) -> str:

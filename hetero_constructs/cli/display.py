@@ -17,7 +17,6 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from hetero_constructs.cli.logs import LogLine
 from hetero_constructs.cli.metrics import value_text
 from hetero_constructs.cli.output import (
     clock_text,
@@ -26,13 +25,14 @@ from hetero_constructs.cli.output import (
     json_default,
     print_renderable,
 )
-from hetero_constructs.cli.runs import (
+from hetero_constructs.run.metrics import final_metrics
+from hetero_constructs.runs.execution import (
     TrainingJob,
     describe_event,
     failure_reason,
 )
-from hetero_constructs.cli.watch import RunUpdate, RunWatch
-from hetero_constructs.run.metrics import final_metrics
+from hetero_constructs.runs.logs import LogLine
+from hetero_constructs.runs.watch import RunUpdate, RunWatch
 
 # The live line shows this many of the latest metric values (the final screen shows all).
 _PROGRESS_METRICS = 3
@@ -251,7 +251,7 @@ class FollowDisplay:
                     "Stopped following ",
                     (execution.name, "bold"),
                     f" ({execution.status}); the run goes on. Resume with: hetero-train logs "
-                    f"{execution.arn} --follow, or hetero-train status {execution.arn}",
+                    f"{execution.arn} --follow",
                 )
             )
             return

@@ -16,77 +16,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from botocore.exceptions import ClientError
 from rich.console import Console
 from rich.live import Live
 
-from hetero_constructs.cli.aws import RunClients, error_code
 from hetero_constructs.cli.display import FollowDisplay
-from hetero_constructs.cli.logs import TRAINING_LOG_GROUP
 from hetero_constructs.cli.output import (
     make_console,
 )
-from hetero_constructs.cli.runs import (
-    Clock,
-    JobFinder,
-    describe_execution,
-    describe_job,
-    merge_jobs,
-    utc_now,
-)
-from hetero_constructs.cli.watch import RunUpdate, RunWatch
+from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.execution import Clock, describe_execution, utc_now
+from hetero_constructs.runs.logs import TRAINING_LOG_GROUP
+from hetero_constructs.runs.stop import StopOutcome, stop_run
+from hetero_constructs.runs.watch import RunUpdate, RunWatch
 
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 1
 # Stopped following with Ctrl-C: the run goes on (the shell's code for SIGINT).
 EXIT_INTERRUPTED = 130
-_STOP_ERROR = "hetero-train.Stopped"
-
-
-@dataclass(frozen=True)
-class StopOutcome:
-    """What ``stop_run`` did."""
-
-    execution_status: str
-    stopped_execution: bool
-    stopped_jobs: list[str]
-    notes: list[str]
-
-
-def stop_run(clients: RunClients, execution_arn: str, *, cause: str) -> StopOutcome:
-    """Stop the execution and ask SageMaker to stop its jobs still in progress.
-
-    The stack's events Lambda stops an aborted execution's job too; asking here as well makes
-    the stop immediate and covers a job whose stop event was missed. Both are idempotent.
-    """
-    execution = describe_execution(clients.stepfunctions, execution_arn)
-    notes: list[str] = []
-    stopped = False
-    if not execution.ended:
-        clients.stepfunctions.stop_execution(
-            executionArn=execution_arn, error=_STOP_ERROR, cause=cause[:32768]
-        )
-        stopped = True
-    finder = JobFinder(clients.sagemaker)
-    if execution.start is not None:
-        finder.search(execution.start)
-    stopped_jobs: list[str] = []
-    for job in merge_jobs(finder.jobs_of(execution.arn), execution.job_reports()):
-        describe_job(clients.sagemaker, job)
-        if job.status != "InProgress":
-            continue
-        try:
-            clients.sagemaker.stop_training_job(TrainingJobName=job.name)
-        except ClientError as error:
-            code = error_code(error)
-            notes.append(
-                f"SageMaker did not stop {job.name} ({code}); the stack's events Lambda stops "
-                "it when the execution is aborted."
-            )
-            continue
-        stopped_jobs.append(job.name)
-    status = describe_execution(clients.stepfunctions, execution_arn).status
-    return StopOutcome(status, stopped, stopped_jobs, notes)
 
 
 Ask = Callable[[], str]
@@ -163,8 +109,8 @@ def follow_run(
                     live.stop()
                 answer = ask() if ask is not None else "f"
                 if answer != "s":
-                    if watch.execution is None:
-                        watch.execution = describe_execution(clients.stepfunctions, execution_arn)
+                    # The status as it is now, after the question was answered.
+                    watch.execution = describe_execution(clients.stepfunctions, execution_arn)
                     display.final(watch, interrupted=True)
                     return FollowResult(watch.summary(), EXIT_INTERRUPTED, True)
                 outcome = stop_run(clients, execution_arn, cause="Stopped from hetero-train")

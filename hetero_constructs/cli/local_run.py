@@ -16,17 +16,13 @@ import click
 from rich.text import Text
 
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollow
-from hetero_constructs.cli.inputs import (
-    check_input,
-    checked_tasks,
-    find_submit_tasks,
-    read_input,
-)
+from hetero_constructs.cli.inputs import checks_for, read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.training import Outcome
+from hetero_constructs.runs.inputs import find_submit_tasks
 
 
 def run_local(
@@ -35,6 +31,7 @@ def run_local(
     *,
     input_text: str | None,
     name: str,
+    check: bool = True,
     follow: bool | None,
     state_machine: str | None,
     outcomes: Sequence[str],
@@ -60,8 +57,11 @@ def run_local(
             arn = cloud.state_machine(state_machine)
         except LookupError as error:
             raise CliError(str(error)) from error
-        tasks = checked_tasks(out, find_submit_tasks(cloud.definitions[arn]))
-        bad = [v for task in tasks for v in check_input(task, execution_input, name).violations]
+        tasks = find_submit_tasks(cloud.definitions[arn]) if check else []
+        checks = checks_for(out, tasks, execution_input, name)
+        bad = [v for item in checks for v in item.violations]
+        if not check:
+            out.note("--no-check: the input was not checked before starting.")
         if bad:
             if out.json:
                 out.emit_json({"started": False, "violations": [v.to_dict() for v in bad]})

@@ -16,16 +16,11 @@ from hetero_constructs.cli.group import (
     handles_errors,
     json_option,
 )
-from hetero_constructs.cli.metrics import (
-    DEFAULT_PERIOD_SECONDS,
-    chart,
-    job_groups,
-    read_series,
-    value_text,
-)
+from hetero_constructs.cli.metrics import chart, value_text
 from hetero_constructs.cli.output import CliError, clock_text
-from hetero_constructs.cli.runs import read_run
 from hetero_constructs.cli.targets import resolve_execution
+from hetero_constructs.runs.execution import read_run
+from hetero_constructs.runs.metrics import DEFAULT_PERIOD_SECONDS, job_groups, read_series
 
 
 @cli.command()

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.cli.metrics import chart, read_series
-from hetero_constructs.cli.runs import TrainingJob
+from hetero_constructs.cli.metrics import chart
 from hetero_constructs.local import LocalCloud
 from hetero_constructs.run.dashboard import RUN_VARIABLE, layout_text
+from hetero_constructs.runs.execution import TrainingJob
+from hetero_constructs.runs.metrics import read_series
 
 #: The metric the page charts (the trainers' data wait: whether the data hosts keep up).
 CHARTED = "gpu:data_wait_fraction"

@@ -19,14 +19,14 @@ from hetero_constructs.cli.group import (
     json_option,
     poll_option,
 )
-from hetero_constructs.cli.logs import host_number
 from hetero_constructs.cli.metrics import metric_rows
 from hetero_constructs.cli.output import (
     CliError,
     date_text,
     duration_text,
 )
-from hetero_constructs.cli.runs import (
+from hetero_constructs.cli.targets import resolve_execution, resolve_state_machine
+from hetero_constructs.runs.execution import (
     JobFinder,
     describe_execution,
     merge_jobs,
@@ -34,8 +34,8 @@ from hetero_constructs.cli.runs import (
     run_summary,
     utc_now,
 )
-from hetero_constructs.cli.targets import resolve_execution, resolve_state_machine
-from hetero_constructs.cli.watch import RunWatch
+from hetero_constructs.runs.logs import host_number
+from hetero_constructs.runs.watch import RunWatch
 
 
 @cli.command()

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from rich import box
@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from hetero_constructs.runs.execution import seconds_between
 from hetero_constructs.spec.violations import Violation, render_value
 
 # Plain output is for pipes and files: no line is ever wrapped by the renderer.
@@ -123,15 +124,23 @@ def json_default(value: Any) -> Any:
 
 
 def print_violations(violations: Sequence[Violation], source: str, out: TextIO) -> None:
-    """Every violation: rule id, path, problem, value given, what is allowed, the fix."""
+    """Every violation: severity, rule id, path, problem, value given, what is allowed, the fix.
+
+    A warning's fix is followed by the ``acknowledgments:`` entry that silences it.
+    """
     noun = "violation" if len(violations) == 1 else "violations"
-    out.write(f"{len(violations)} {noun} in {source}:\n")
+    warnings = sum(1 for v in violations if v.severity == "warning")
+    tally = f" ({len(violations) - warnings} error(s), {warnings} warning(s))" if warnings else ""
+    out.write(f"{len(violations)} {noun} in {source}{tally}:\n")
     for v in violations:
-        out.write(f"\n  [{v.rule}] {v.path or '(spec)'}\n")
+        out.write(f"\n  {v.severity} [{v.rule}] {v.path or '(spec)'}\n")
         out.write(f"    {v.problem}\n")
         out.write(f"    given:   {render_value(v.value)}\n")
         out.write(f"    allowed: {v.allowed}\n")
         out.write(f"    fix:     {v.fix}\n")
+        if v.acknowledgment is not None:
+            out.write("    or, if it does not apply, acknowledge it in the spec:\n")
+            out.write(f"             {v.acknowledgment}\n")
 
 
 def duration_text(seconds: float | None) -> str:
@@ -166,12 +175,6 @@ def _utc(moment: datetime) -> datetime:
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
     return moment.astimezone(UTC)
-
-
-def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
-    if start is None or end is None:
-        return None
-    return (_utc(end) - _utc(start)) / timedelta(seconds=1)
 
 
 __all__ = [

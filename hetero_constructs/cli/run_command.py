@@ -25,20 +25,16 @@ from hetero_constructs.cli.group import (
     json_option,
     poll_option,
 )
-from hetero_constructs.cli.inputs import (
-    check_input,
-    checked_tasks,
-    find_submit_tasks,
-    read_input,
-)
+from hetero_constructs.cli.inputs import checks_for, read_input
 from hetero_constructs.cli.output import (
     CliError,
     print_violations,
 )
-from hetero_constructs.cli.runs import (
+from hetero_constructs.cli.targets import resolve_state_machine
+from hetero_constructs.runs.execution import (
     ENDED_EXECUTION_STATUSES,
 )
-from hetero_constructs.cli.targets import resolve_state_machine
+from hetero_constructs.runs.inputs import find_submit_tasks
 
 
 def _execution_name_limit(stepfunctions: Any) -> int:
@@ -55,6 +51,11 @@ def _new_execution_name(now: datetime) -> str:
 @click.argument("target", nargs=-1, required=True)
 @click.option("--input", "input_text", help="execution input: JSON, or @file with JSON")
 @click.option("--name", help="execution name (default: hetero-train-<time>-<random>)")
+@click.option(
+    "--check/--no-check",
+    default=True,
+    help="check the input as the training tasks will see it before starting (default: check)",
+)
 @click.option(
     "--follow/--no-follow",
     default=None,
@@ -103,6 +104,7 @@ def run(
     target: tuple[str, ...],
     input_text: str | None,
     name: str | None,
+    check: bool,
     follow: bool | None,
     local: bool,
     state_machine: str | None,
@@ -130,6 +132,7 @@ def run(
             template,
             input_text=input_text,
             name=name or _new_execution_name(datetime.now(UTC)),
+            check=check,
             follow=follow,
             state_machine=state_machine,
             outcomes=outcomes,
@@ -154,16 +157,18 @@ def run(
     )
     described = stepfunctions.describe_state_machine(stateMachineArn=machine.arn)
     tasks = find_submit_tasks(json.loads(described["definition"]))
-    checks = [check_input(task, execution_input, name) for task in checked_tasks(out, tasks)]
-    bad = [check for check in checks if check.violations]
+    checks = checks_for(out, tasks, execution_input, name) if check else []
+    bad = [item for item in checks if item.violations]
     if bad:
-        violations = [v for check in bad for v in check.violations]
+        violations = [v for item in bad for v in item.violations]
         if json_flag:
             out.emit_json({"started": False, "violations": [v.to_dict() for v in violations]})
         else:
             print_violations(violations, "the execution input (nothing was started)", out.stdout)
         return EXIT_FAILED
-    if not tasks:
+    if not check:
+        out.note("--no-check: the input was not checked before starting.")
+    elif not tasks:
         out.note(
             f"{machine.name} has no hetero-constructs training task in its definition: the "
             "input was not validated locally."
@@ -173,7 +178,7 @@ def run(
     )
     execution_arn = started["executionArn"]
     # Each attempt's name ends with a digest of the execution's start and the state's entry.
-    planned_jobs = [f"{check.job_name.rsplit('-', 1)[0]}-*" for check in checks if check.job_name]
+    planned_jobs = [f"{item.job_name.rsplit('-', 1)[0]}-*" for item in checks if item.job_name]
     if follow is None:
         follow = out.is_terminal and not json_flag
     if not follow:

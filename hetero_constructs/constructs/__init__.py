@@ -14,5 +14,10 @@ from hetero_constructs.jsii_node import use_wheel_node
 # Before aws_cdk is imported: jsii reads JSII_NODE when it starts its Node process.
 use_wheel_node()
 
+# Violations at `cdk synth` print as the list they are, not after a traceback (errors.py).
+from hetero_constructs.constructs.errors import report_violations_without_traceback  # noqa: E402
+
+report_violations_without_traceback()
+
 
 __all__: list[str] = []

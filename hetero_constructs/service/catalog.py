@@ -37,17 +37,9 @@ def parse_version(text: str) -> Version | None:
 _FAMILY = re.compile(r"^ml[._]([a-z\d-]+)\.?\w*$")
 
 
-_FAMILIES: dict[str, str] = {}  # instance type -> family; the types are a short list
-
-
 def instance_family(instance_type: str) -> str:
-    family = _FAMILIES.get(instance_type)
-    if family is None:
-        match = _FAMILY.match(instance_type)
-        family = match.group(1) if match else ""
-        if len(_FAMILIES) < 4096:
-            _FAMILIES[instance_type] = family
-    return family
+    match = _FAMILY.match(instance_type)
+    return match.group(1) if match else ""
 
 
 def is_trainium(instance_type: str) -> bool:
@@ -86,6 +78,13 @@ SMDDP_INSTANCE_TYPES: dict[Framework, tuple[str, ...]] = {
     Framework.PYTORCH: ("ml.p4d.24xlarge", "ml.p4de.24xlarge"),
     Framework.TENSORFLOW: ("ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge"),
 }
+
+# Every instance type any source lists for SMDDP: the SDK's SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES
+# (before v2.221.1 removed the check) and seed 000's lists. A type outside it runs SMDDP on the
+# word of no source at all; a type in it but not in SMDDP_INSTANCE_TYPES is where sources disagree.
+SMDDP_LISTED_INSTANCE_TYPES = frozenset(
+    {"ml.p3.16xlarge", "ml.p3dn.24xlarge", "ml.p4d.24xlarge", "ml.p4de.24xlarge"}
+).union(*SMDDP_INSTANCE_TYPES.values())
 
 TORCH_DISTRIBUTED_GPU_VERSIONS = frozenset(
     words("1.13.1 2.0.0 2.0.1 2.1.0 2.1.2 2.2.0 2.3.0 2.3.1 2.4.1 2.5.1 2.6.0 2.7.1 2.8.0")
@@ -297,6 +296,7 @@ __all__ = [
     "RELEASES",
     "SMDDP_FRAMEWORK_VERSIONS",
     "SMDDP_INSTANCE_TYPES",
+    "SMDDP_LISTED_INSTANCE_TYPES",
     "SMP_BOOL_PARAMETERS",
     "SMP_ENUM_PARAMETERS",
     "SMP_POSITIVE_INT_PARAMETERS",

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from hetero_constructs.spec.rule_registry import EXECUTION_INPUT, register_rule
+
 _MAX_VALUE_CHARS = 200
 # Containers deeper than this are shown as "..." (a value may be nested or even cyclic).
 _MAX_RENDER_DEPTH = 8
@@ -118,6 +120,9 @@ def _emit(parts: list[str], budget: list[int], text: str) -> None:
 
 _MAX_PATH_CHARS = 300
 
+#: What a warning's acknowledgment snippet asks for in place of the reason.
+ACKNOWLEDGMENT_REASON = "<why this does not apply to the job, 10 characters or more>"
+
 
 def _printable(text: str) -> str:
     """``text`` with each unprintable character written as its escape (``\\n``, ``\\ud800``)."""
@@ -195,15 +200,33 @@ class Violation:
             object.__setattr__(self, "path", shorten(self.path, _MAX_PATH_CHARS))
 
     @property
+    def acknowledgment(self) -> str | None:
+        """For a warning, the spec entry that silences it (the reason left for the user)."""
+        if self.severity != "warning":
+            return None
+        return f'acknowledgments: {{"{self.rule}": "{ACKNOWLEDGMENT_REASON}"}}'
+
+    @property
     def message(self) -> str:
-        """The full sentence: what went wrong, the value given, what is allowed, the fix."""
-        return (
+        """The full sentence: what went wrong, the value given, what is allowed, the fix.
+
+        A warning's fix also says how to acknowledge it.
+        """
+        text = (
             f"{self.problem} Given: {render_value(self.value)}. "
             f"Allowed: {self.allowed}. Fix: {self.fix}"
         )
+        acknowledgment = self.acknowledgment
+        if acknowledgment is not None:
+            text += f"; or, if it does not apply, acknowledge it: {acknowledgment}"
+        return text
 
     def __str__(self) -> str:
         return f"[{self.rule}] {self.path or '(spec)'}: {self.message}"
+
+    def line(self) -> str:
+        """``str(self)`` led by the severity: ``error [RULE] path: message``."""
+        return f"{self.severity} {self}"
 
     def to_dict(self) -> dict[str, str]:
         found = {"rule": self.rule, "path": self.path, "message": self.message}
@@ -243,7 +266,14 @@ def _fit(text: str, limit: int) -> str:
 # compact violations, and one saying how many more there are, stays within it even when the
 # report's JSON is escaped once more inside the Lambda's error JSON.
 MAX_REPORTED_VIOLATIONS = 10
-MORE_VIOLATIONS_RULE = "MORE-VIOLATIONS"
+MORE_VIOLATIONS_RULE = register_rule(
+    "MORE-VIOLATIONS",
+    group=EXECUTION_INPUT,
+    title=f"At most {MAX_REPORTED_VIOLATIONS} violations of an execution input are listed, "
+    "then one saying how many more there are.",
+    details="So the report fits Step Functions' failure cause (32,768 characters).",
+    source="Step Functions: the error cause's size",
+)
 
 
 def bounded(
@@ -282,12 +312,24 @@ class SpecValidationError(ValueError):
         where = f" in {self.scope}" if self.scope else ""
         count = len(self.violations)
         noun = "violation" if count == 1 else "violations"
-        lines = [f"{count} training-spec {noun}{where}:"]
-        lines.extend(f"  - {v}" for v in self.violations)
+        lines = [f"{count} training-spec {noun}{where}{_tally(self.violations)}:"]
+        lines.extend(f"  - {v.line()}" for v in self.violations)
         return "\n".join(lines)
 
     def with_scope(self, scope: str) -> SpecValidationError:
         return SpecValidationError(self.violations, scope=scope)
+
+
+def _tally(violations: Sequence[Violation]) -> str:
+    """`` (1 error, 2 warnings)``; empty when every violation is an error."""
+    warnings = sum(1 for v in violations if v.severity == "warning")
+    if not warnings:
+        return ""
+    errors = len(violations) - warnings
+    return (
+        f" ({errors} error{'' if errors == 1 else 's'}, "
+        f"{warnings} warning{'' if warnings == 1 else 's'})"
+    )
 
 
 def raise_if_any(violations: Sequence[Violation], *, scope: str | None = None) -> None:
@@ -296,6 +338,7 @@ def raise_if_any(violations: Sequence[Violation], *, scope: str | None = None) -
 
 
 __all__ = [
+    "ACKNOWLEDGMENT_REASON",
     "MAX_REPORTED_VIOLATIONS",
     "MORE_VIOLATIONS_RULE",
     "SpecValidationError",

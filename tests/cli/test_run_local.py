@@ -81,7 +81,8 @@ def test_overrides_that_earlier_states_produce_are_left_to_the_submit_lambda(
     code, text = run("run", "--local", template, "--input", '{"dataset_version": "v7"}', "--json")
     assert code == 0, text
     assert json.loads(text)["output"]["dataset_version"] == "v7"
-    assert "takes its overrides from what earlier states produce" in capsys.readouterr().err
+    note = capsys.readouterr().err
+    assert "reads its overrides from $.prepared, which earlier states produce" in note
 
 
 def test_run_local_follows_the_run_on_the_display(example: Synthesized) -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from hetero_constructs.cli import main
-from hetero_constructs.cli.aws import RunClients
 from hetero_constructs.cli.follow import EXIT_INTERRUPTED, follow_run
 from hetero_constructs.cli.output import make_console
 from hetero_constructs.run.naming import preview_job_name
+from hetero_constructs.runs.clients import RunClients
 from tests.fixtures.fake_stack import CONSTRUCT_PATH, PREFIX, STACK, FakeStack, Scenario
 
 REPO = Path(__file__).parents[2]
@@ -264,6 +264,28 @@ def test_ctrl_c_stops_following_or_stops_the_run(stack: FakeStack) -> None:
     assert "Run int-1 ABORTED" in text.getvalue()
     job = stack.sagemaker.describe_training_job(TrainingJobName=scenario.job)
     assert job["TrainingJobStatus"] == "Stopping"
+
+
+def test_ctrl_c_says_how_to_resume_once_with_the_status_after_the_answer(
+    stack: FakeStack,
+) -> None:
+    arn = start(stack, "int-resume")
+    scenario = Scenario(stack, arn)
+    scenario.step()  # the job exists
+
+    def answer_after_the_run_ended() -> str:
+        scenario.play()  # the run ends while the question is open
+        return "f"
+
+    text = io.StringIO()
+    follow_run(
+        clients(stack), arn, make_console(text, terminal=False), sleep=ctrl_c,
+        ask=answer_after_the_run_ended,
+    )  # fmt: skip
+    shown = text.getvalue()
+    [line] = [line for line in shown.splitlines() if "Resume with" in line]
+    assert "(SUCCEEDED)" in line and "(RUNNING)" not in shown.split("Stopped following")[1]
+    assert line.count(arn) == 1
 
 
 def test_ctrl_c_without_a_terminal_stops_following(stack: FakeStack) -> None:

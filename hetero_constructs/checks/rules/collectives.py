@@ -113,13 +113,18 @@ def collectives_exclusive(context: RuleContext) -> Iterator[Finding]:
 def collective_instance(context: RuleContext) -> Iterator[Finding]:
     """An SMDDP collective chosen under ``torch_distributed`` needs an SMDDP instance type.
 
-    (Under ``pytorchddp`` and ``smdistributed`` rule LAU-SMDDP-INSTANCE already applies.)
+    (Under ``pytorchddp`` and ``smdistributed`` rule LAU-SMDDP-INSTANCE already applies.) A
+    warning where sources disagree; a type no source lists is LAU-SMDDP-INSTANCE-UNLISTED.
     """
     if not _chosen(context) or context.launcher_kind is not Launcher.TORCH_DISTRIBUTED:
         return
     instance_type = context.distribution_instance_type
     allowed = catalog.SMDDP_INSTANCE_TYPES[context.spec.framework]
-    if context.known(instance_type) and instance_type not in allowed:
+    if (
+        context.known(instance_type)
+        and instance_type not in allowed
+        and instance_type in catalog.SMDDP_LISTED_INSTANCE_TYPES
+    ):
         yield Finding(
             context.distribution_path,
             "SMDDP collectives run only on the instance types the SMDDP library supports.",

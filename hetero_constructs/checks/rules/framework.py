@@ -87,6 +87,8 @@ def release_region(context: RuleContext) -> Iterator[Finding]:
     """The region is known, and the framework version's container is published there."""
     region = context.region
     if region is None:
+        if context.deployment_pending:
+            return
         yield Finding(
             "region",
             "The region is not known; it selects the container registry and is passed to the "

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from hetero_constructs.checks.base import Finding, rule
-from hetero_constructs.request.context import RuleContext
+from hetero_constructs.request.context import SMDDP_COLLECTIVE, RuleContext
 from hetero_constructs.service import catalog
 from hetero_constructs.spec.distribution import Launcher
 from hetero_constructs.spec.fields import is_integer
@@ -224,6 +224,47 @@ def torch_distributed_entry_point(context: RuleContext) -> Iterator[Finding]:
         )
 
 
+def smddp_user(context: RuleContext) -> str | None:
+    """What runs SMDDP on the distribution group: an SMDDP launcher, or an SMDDP collective
+    chosen under ``torch_distributed``; None when nothing does."""
+    kind = context.launcher_kind
+    if kind is not None and kind in _SMDDP:
+        return kind.value
+    distribution = context.spec.distribution
+    if kind is Launcher.TORCH_DISTRIBUTED and distribution and distribution.smddp_collectives:
+        return "an SMDDP collective"
+    return None
+
+
+@rule(
+    "LAU-SMDDP-INSTANCE-UNLISTED",
+    source="Seed 000 (SMDDP supported instance types, per framework); SDK v2 before v2.221.1 "
+    "SM_DATAPARALLEL_SUPPORTED_INSTANCE_TYPES: no source lists any other type",
+    example='instance_groups: [{"name": "gpu", "instance_type": "ml.p4d.24xlarge", '
+    '"instance_count": 2}]',
+    needs=(*_SMDDP, SMDDP_COLLECTIVE),
+)
+def smddp_instance_unlisted(context: RuleContext) -> Iterator[Finding]:
+    """SMDDP (a launcher, or a collective under ``torch_distributed``) runs on a listed type.
+
+    ml.p3.16xlarge, ml.p3dn.24xlarge, ml.p4d.24xlarge and ml.p4de.24xlarge are the types a source
+    lists; on any other (ml.g5.*, ml.p5.48xlarge, ...) it is an error, not a warning.
+    """
+    user = smddp_user(context)
+    instance_type = distribution_type(context) if user else None
+    if instance_type and instance_type not in catalog.SMDDP_LISTED_INSTANCE_TYPES:
+        allowed = catalog.SMDDP_INSTANCE_TYPES[context.spec.framework]
+        yield Finding(
+            context.distribution_path,
+            f"The SageMaker data parallel library ({user}) is not listed for this instance "
+            "type by any source.",
+            instance_type,
+            ", ".join(allowed),
+            f"use {allowed[0]} for the distribution group, or torch_distributed with NCCL "
+            "(no SMDDP)",
+        )
+
+
 @rule(
     "LAU-SMDDP-INSTANCE",
     source="Seed 000 (SMDDP supported instance types); SDK v2 before v2.221.1 "
@@ -238,13 +279,19 @@ def smddp_instance(context: RuleContext) -> Iterator[Finding]:
 
     PyTorch: ml.p4d.24xlarge, ml.p4de.24xlarge. TensorFlow: ml.p3.16xlarge, ml.p3dn.24xlarge,
     ml.p4d.24xlarge. The check is on the distribution group's type; the SDK no longer checks it.
+    A warning where sources disagree (the SDK's old list has the type); a type no source lists
+    is LAU-SMDDP-INSTANCE-UNLISTED.
     """
     kind = context.launcher_kind
     if kind not in _SMDDP:
         return
     instance_type = distribution_type(context)
     allowed = catalog.SMDDP_INSTANCE_TYPES[context.spec.framework]
-    if instance_type and instance_type not in allowed:
+    if (
+        instance_type
+        and instance_type not in allowed
+        and instance_type in catalog.SMDDP_LISTED_INSTANCE_TYPES
+    ):
         yield Finding(
             context.distribution_path,
             f"The SageMaker data parallel library ({kind.value}) does not run on this instance "
@@ -354,6 +401,8 @@ __all__ = [
     "processes_per_host",
     "pytorchddp_with_smdistributed",
     "smddp_instance",
+    "smddp_instance_unlisted",
+    "smddp_user",
     "smddp_version",
     "torch_distributed_entry_point",
     "torch_distributed_instance",

@@ -29,7 +29,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hetero_constructs.cli.aws import error_code
+from hetero_constructs.runs.clients import error_code
 from hetero_constructs.runtime.metrics import START_LINE, line_word
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"

@@ -11,9 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from hetero_constructs.cli.aws import RunClients
-from hetero_constructs.cli.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs, LogLine, sort_lines
-from hetero_constructs.cli.runs import (
+from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.execution import (
     Clock,
     Execution,
     JobFinder,
@@ -25,6 +24,7 @@ from hetero_constructs.cli.runs import (
     run_summary,
     utc_now,
 )
+from hetero_constructs.runs.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs, LogLine, sort_lines
 
 
 @dataclass

@@ -18,10 +18,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hetero_constructs.cli.aws import error_code
-from hetero_constructs.cli.output import seconds_between
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.metrics import final_metrics
+from hetero_constructs.runs.clients import error_code
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
 ATTEMPT_TAG = lifecycle.TAG_ATTEMPT
@@ -47,6 +46,17 @@ Clock = Callable[[], datetime]
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def seconds_between(start: datetime | None, end: datetime | None) -> float | None:
+    """Seconds from ``start`` to ``end`` (naive times are UTC); None when either is unknown."""
+    if start is None or end is None:
+        return None
+
+    def utc(moment: datetime) -> datetime:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+    return (utc(end) - utc(start)) / timedelta(seconds=1)
 
 
 def _text(value: Any) -> str | None:
@@ -435,5 +445,6 @@ __all__ = [
     "merge_jobs",
     "read_run",
     "run_summary",
+    "seconds_between",
     "utc_now",
 ]
