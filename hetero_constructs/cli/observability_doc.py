@@ -34,13 +34,13 @@ Each host of a job writes, with `MetricsReporter` (`hetero_runtime`, in the trai
 [hetero-train] instance_group=gpu samples_per_second=812.5000 data_wait_fraction=0.0312
 ```
 
-```python
+```python notrun
 from hetero_runtime import MetricsReporter, TrainingEnvironment
 
 reporter = MetricsReporter.for_environment(TrainingEnvironment())  # the start line
-for batch in reporter.timed(batches):      # measures the wait for each batch
+for batch in reporter.timed(batches):  # measures the wait for each batch
     train_step(batch)
-    reporter.record(samples=len(batch))    # one line per interval (30 s)
+    reporter.record(samples=len(batch))  # one line per interval (30 s)
 reporter.close()
 ```
 
