@@ -7,8 +7,11 @@ terminal; and the run's final screen (status, jobs, billable time, failure reaso
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from rich.console import Console, Group, RenderableType
@@ -47,6 +50,13 @@ _STATUS_STYLES = {
     "Stopped": "yellow",
     "Stopping": "yellow",
 }
+
+
+def _sort_key(moment: Any) -> float:
+    """Seconds since the epoch (naive times are UTC); unknown times sort last."""
+    if not isinstance(moment, datetime):
+        return float("inf")
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def _colour(name: str) -> str:
@@ -102,16 +112,23 @@ class FollowDisplay:
                     f"{date_text(watch.execution.start)}",
                 )
             )
+        # What one poll found, shown in time order (the sort is stable: at equal times,
+        # execution events, then jobs, their statuses and log lines).
+        shown: list[tuple[datetime | None, Callable[[], None]]] = []
         if not self.logs_only:
             for event in update.events:
-                self._show_event(event)
+                shown.append((event.get("timestamp"), functools.partial(self._show_event, event)))
             for job in update.new_jobs:
-                self._show_new_job(job)
+                created = job.description.get("CreationTime")
+                shown.append((created, functools.partial(self._show_new_job, job)))
             for job, transition in update.transitions:
-                self._show_transition(watch, job, transition)
+                at = transition.get("StartTime")
+                shown.append((at, functools.partial(self._show_transition, watch, job, transition)))
         for line in update.lines:
             if self.group is None or line.group == self.group:
-                self._show_line(watch, line)
+                shown.append((line.timestamp, functools.partial(self._show_line, watch, line)))
+        for _, display in sorted(shown, key=lambda item: _sort_key(item[0])):
+            display()
 
     def _show_event(self, event: dict[str, Any]) -> None:
         text = describe_event(event)

@@ -1,6 +1,6 @@
 """``hetero-train run --local TEMPLATE``: the same command against the local runner.
 
-Its exit codes and --json object, and the follow display it shows (``run --follow``'s) before
+Its exit codes and --json JSON Lines, and the follow display it shows (``run --follow``'s) before
 each job's exact CreateTrainingJob request.
 """
 
@@ -19,6 +19,7 @@ import pytest
 
 from hetero_constructs.cli import main
 from tests.fixtures.example_app import Synthesized
+from tests.fixtures.json_lines import record, records
 from tests.fixtures.local_stacks import Synthesized as Stacks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def test_run_local_fails_over_and_reports_as_json(example: Synthesized) -> None:
         "--json",
     )
     assert code == 0, text
-    result = json.loads(text)
+    result = record(text, "local-result")
     assert result["status"] == "SUCCEEDED"
     first, second = result["jobs"]
     assert first["status"] == "Failed" and second["status"] == "Completed"
@@ -80,7 +81,7 @@ def test_overrides_that_earlier_states_produce_are_left_to_the_submit_lambda(
     template = str(example.outdir / "HeteroTrainingPipeline.template.json")
     code, text = run("run", "--local", template, "--input", '{"dataset_version": "v7"}', "--json")
     assert code == 0, text
-    assert json.loads(text)["output"]["dataset_version"] == "v7"
+    assert record(text, "local-result")["output"]["dataset_version"] == "v7"
     note = capsys.readouterr().err
     assert "reads its overrides from $.prepared, which earlier states produce" in note
 
@@ -132,8 +133,15 @@ def test_json_lists_every_attempt_with_its_exact_request(
         str(stacks.path("Training")), "--outcome", CAPACITY, "--outcome", "Completed", "--json"
     )
     assert code == 0
-    printed = json.loads(text)  # one JSON object, nothing else
-    assert set(printed) == {"status", "output", "error", "cause", "jobs"}
+    shown = records(text)  # JSON Lines, nothing else
+    # The JSON Lines of a followed remote run, then the local result.
+    assert {r["type"] for r in shown[:-1]} == {
+        "execution-event", "job", "job-status", "log", "summary"
+    }  # fmt: skip
+    printed = shown[-1]
+    assert set(printed) == {"type", "status", "output", "error", "cause", "jobs"}
+    summary = record(text, "summary")
+    assert summary["succeeded"] is True and len(summary["jobs"]) == 2
     assert printed["status"] == "SUCCEEDED"
     assert [(j["status"], j["instance_types"]) for j in printed["jobs"]] == [
         ("Failed", ["ml.c5.xlarge", "ml.p4d.24xlarge"]),
@@ -203,7 +211,7 @@ def test_the_command_runs_as_a_program(stacks: Stacks) -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    printed = json.loads(completed.stdout)
+    printed = record(completed.stdout, "local-result")
     assert printed["output"]["answer"]["doubled"] == 8
     assert ":ap-southeast-2:" in printed["output"]["answer"]["parent"]
     assert printed["jobs"] == []
