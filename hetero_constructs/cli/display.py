@@ -35,6 +35,8 @@ from hetero_constructs.runs.execution import (
 from hetero_constructs.runs.logs import LogLine
 from hetero_constructs.runs.watch import RunUpdate, RunWatch
 
+#: Seconds what a poll finds is held before it is shown (``FollowDisplay.show``).
+HOLD_SECONDS = 1.0
 _GROUP_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red")
 
 
@@ -56,7 +58,9 @@ def _sort_key(moment: Any) -> float:
     """Seconds since the epoch (naive times are UTC); unknown times sort last."""
     if not isinstance(moment, datetime):
         return float("inf")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    # To the millisecond, as CloudWatch stamps log lines (a status's microseconds would put
+    # it after the lines it brings).
+    return float(int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000))
 
 
 def _colour(name: str) -> str:
@@ -84,6 +88,9 @@ class FollowDisplay:
         self.logs_only = logs_only
         self.group = group
         self._header_shown = False
+        self._pending: list[tuple[float, int, Callable[[], None]]] = []
+        self._latest = float("-inf")
+        self._found = 0  # a sequence number: the sort never compares what shows an item
 
     # -- records ---------------------------------------------------------------------------
 
@@ -112,22 +119,38 @@ class FollowDisplay:
                     f"{date_text(watch.execution.start)}",
                 )
             )
-        # What one poll found, shown in time order (the sort is stable: at equal times,
-        # execution events, then jobs, their statuses and log lines).
-        shown: list[tuple[datetime | None, Callable[[], None]]] = []
+        # Shown in time order. What a poll finds is held HOLD_SECONDS (by its own time) so that
+        # what a later poll finds, stamped a little earlier, is shown in its place; the sort is
+        # stable: at equal times, execution events, then jobs, their statuses and log lines.
+        found: list[tuple[datetime | None, Callable[[], None]]] = []
         if not self.logs_only:
             for event in update.events:
-                shown.append((event.get("timestamp"), functools.partial(self._show_event, event)))
+                found.append((event.get("timestamp"), functools.partial(self._show_event, event)))
             for job in update.new_jobs:
                 created = job.description.get("CreationTime")
-                shown.append((created, functools.partial(self._show_new_job, job)))
+                found.append((created, functools.partial(self._show_new_job, job)))
             for job, transition in update.transitions:
                 at = transition.get("StartTime")
-                shown.append((at, functools.partial(self._show_transition, watch, job, transition)))
+                found.append((at, functools.partial(self._show_transition, watch, job, transition)))
         for line in update.lines:
             if self.group is None or line.group == self.group:
-                shown.append((line.timestamp, functools.partial(self._show_line, watch, line)))
-        for _, display in sorted(shown, key=lambda item: _sort_key(item[0])):
+                found.append((line.timestamp, functools.partial(self._show_line, watch, line)))
+        now = _sort_key(watch.clock())
+        for moment, display in found:
+            key = _sort_key(moment) if isinstance(moment, datetime) else now
+            self._latest = max(self._latest, key)
+            self._found += 1
+            self._pending.append((key, self._found, display))
+        self._show_pending(max(self._latest, now) - HOLD_SECONDS * 1000)
+
+    def flush(self) -> None:
+        """Show everything still held (the run has ended, or following stops)."""
+        self._show_pending(float("inf"))
+
+    def _show_pending(self, cutoff: float) -> None:
+        ready = sorted(item for item in self._pending if item[0] <= cutoff)
+        self._pending = [item for item in self._pending if item[0] > cutoff]
+        for _, _, display in ready:
             display()
 
     def _show_event(self, event: dict[str, Any]) -> None:

@@ -113,9 +113,11 @@ def follow_run(
                 if answer != "s":
                     # The status as it is now, after the question was answered.
                     watch.execution = describe_execution(clients.stepfunctions, execution_arn)
+                    display.flush()
                     display.final(watch, interrupted=True)
                     return FollowResult(watch.summary(), EXIT_INTERRUPTED, True)
                 outcome = stop_run(clients, execution_arn, cause="Stopped from hetero-train")
+                display.flush()
                 if json_out is None:
                     console.print(
                         f"Stopping the run (execution {outcome.execution_status}"
@@ -133,6 +135,7 @@ def follow_run(
     finally:
         if live is not None:
             live.stop()
+    display.flush()
     display.final(watch)
     assert watch.execution is not None
     code = EXIT_SUCCEEDED if watch.execution.status == "SUCCEEDED" else EXIT_FAILED

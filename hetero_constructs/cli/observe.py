@@ -137,6 +137,7 @@ def logs(
         out.console, json_out=out.stdout if json_flag else None, logs_only=True, group=group
     )
     display.show(update, watch)
+    display.flush()
     for job in watch.jobs:
         groups = watch.host_groups(job.name)
         if groups is not None and groups.counts and groups.unknown_hosts:

@@ -69,9 +69,15 @@ def serve(
 ) -> int:
     """Deploy TEMPLATE... (cdk.out/STACK.template.json) into a local account on
     http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM."""
-    from hetero_constructs.local.account import LocalAccount  # needs the local extra (moto)
-    from hetero_constructs.local.run import template_problem
-    from hetero_constructs.local.training import Outcome
+    try:
+        from hetero_constructs.local.account import LocalAccount
+        from hetero_constructs.local.run import template_problem
+        from hetero_constructs.local.training import Outcome
+    except ImportError as error:  # moto comes with the local extra
+        raise CliError(
+            f"The local account needs the local extra ({error}). Fix: pip install "
+            "'hetero-constructs[local]'."
+        ) from None
 
     out = command_output(False)
     for template in templates:

@@ -296,7 +296,9 @@ def state_machine_arn(stepfunctions: Any, state_machine: str) -> str:
 def _seconds(moment: Any) -> float:
     if not isinstance(moment, datetime):
         return float("inf")
-    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    # To the millisecond, as CloudWatch stamps log lines (a status's microseconds would put
+    # it after the lines it brings).
+    return float(int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000))
 
 
 def _clock(moment: Any) -> str:
