@@ -26,7 +26,8 @@ LAYERS = (
     "hetero_constructs.request",  # the CreateTrainingJob request of a spec where it deploys
     "hetero_constructs.checks",  # the rules and their registry
     "hetero_constructs.planning",  # validate and build in one step
-    "lambda",  # the Lambda handlers (the top-level lambda/ folder)
+    "hetero_constructs.handlers",  # the Lambda functions' logic: submit, lifecycle events
+    "lambda",  # the functions' entry points (the top-level lambda/ folder)
     "hetero_constructs.deployability",  # AWS quotas a template must fit, and the synth plugin
     "hetero_constructs.constructs",  # the CDK constructs
     "hetero_constructs.runs",  # training runs read and steered through AWS: the Python API
@@ -51,8 +52,6 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
-# The handlers import their siblings by bare name (lambda/ is the function's root).
-HANDLERS = {name.removeprefix("lambda."): name for name in MODULES if name.startswith("lambda.")}
 
 
 def _imported(module: str, path: Path) -> Iterator[str]:
@@ -75,7 +74,6 @@ def _imported(module: str, path: Path) -> Iterator[str]:
         else:
             continue
         for name in names:
-            name = HANDLERS.get(name, name)
             if name in MODULES:
                 yield name
 
@@ -155,9 +153,11 @@ def test_the_check_sees_the_imports_it_must() -> None:
     assert "hetero_constructs.local.run" in GRAPH["hetero_constructs.cli.local_run"]
     # Inside a function (imported on first use).
     assert "hetero_constructs.spec.file.safe_yaml" in GRAPH["hetero_constructs.spec.file.text"]
-    # A handler's sibling, imported by bare name, and the library it validates with.
-    assert "lambda.outcome" in GRAPH["lambda.submit"]
-    assert "hetero_constructs.planning" in GRAPH["lambda.submit"]
+    # ``from package import module`` (a handler's sibling), and the library it validates with.
+    assert "hetero_constructs.handlers.outcome" in GRAPH["hetero_constructs.handlers.submit"]
+    assert "hetero_constructs.planning" in GRAPH["hetero_constructs.handlers.submit"]
+    # An entry point of lambda/ imports its handler.
+    assert "hetero_constructs.handlers.submit" in GRAPH["lambda.submit"]
     assert layer_of("hetero_constructs.checks.rules.api.job_inputs") == LAYERS.index(
         "hetero_constructs.checks"
     )

@@ -16,7 +16,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from hetero_constructs.run import lifecycle
 
 # Step Functions' own errors for a Lambda invoke that did not complete; the submission is
-# idempotent per attempt (see lambda/submit.py), so retrying them is safe.
+# idempotent per attempt (see hetero_constructs/handlers/submit.py), so retrying them is safe.
 LAMBDA_ERRORS = (
     "Lambda.ClientExecutionTimeoutException",
     "Lambda.ServiceException",

@@ -20,7 +20,7 @@ _MARKER_PREFIX = "hetero-constructs:"
 
 @rule(
     "RUN-TAGS",
-    source="lambda/submit.py: every job is tagged with its runner, execution, slot and attempt "
+    source="handlers/submit.py: every job is tagged with its runner, execution, slot and attempt "
     "(ownership and event routing); botocore model TagList (maximum count)",
     example='tags: {"team": "ml-platform"}',
     needs=("tags",),

@@ -54,3 +54,9 @@ def forget() -> None:
     """Drop cached credentials and clients (tests run many accounts in one process)."""
     _credentials.clear()
     _clients.clear()
+
+
+__all__ = [
+    "client",
+    "forget",
+]

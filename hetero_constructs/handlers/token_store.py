@@ -171,3 +171,17 @@ def put_slot(
             return False
         raise
     return True
+
+
+__all__ = [
+    "JobItem",
+    "SlotItem",
+    "all_jobs",
+    "forget_job",
+    "get_job",
+    "get_slot",
+    "jobs_of_execution",
+    "put_job",
+    "put_slot",
+    "table_name",
+]

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import token_store
 from botocore.exceptions import ClientError
 
+from hetero_constructs.handlers import token_store
 from hetero_constructs.run import lifecycle
 
 TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
@@ -134,3 +134,15 @@ def settle(
         record(False)
     token_store.forget_job(dynamodb, item.name)
     return status
+
+
+__all__ = [
+    "SLOT_TTL_SECONDS",
+    "TERMINAL",
+    "error_code",
+    "execution_running",
+    "is_own_job",
+    "report",
+    "send_failure",
+    "settle",
+]
