@@ -36,11 +36,12 @@ given, what is allowed and the fix.
 Each rule is an **error** (the API or the training toolkit would reject the job or misbehave)
 or a **warning** (a documented recommendation where sources disagree). Every rule runs on
 every spec, so the first `hetero-train plan` or `cdk synth` lists every violation at once;
-where the distribution group is left open, the rules that depend on it run for each group the
-spec could mean. From Python, `validate(spec)` returns the violations of the spec alone: what
-the deployment supplies (the region, the execution role) is not reported missing, a value the
-spec gives is still checked; `plan(spec, Deployment(region=..., role_arn=...))` returns the
-request or every violation.
+where the launcher (several enabled) or the distribution group is left open, the rules run for
+each launcher and group the spec could mean, and a violation only some of them have says
+which. From Python, `validate(spec)` returns the violations of the spec alone: what the
+deployment supplies (the region, the execution role) is not reported missing, a value the spec
+gives is still checked; `plan(spec, Deployment(region=..., role_arn=...))` returns the request
+or every violation.
 
 ## Acknowledging a warning
 

@@ -268,13 +268,19 @@ class RuleContext:
         named = tuple(g for g in groups if g.name in requested)
         return named or tuple(groups)
 
-    def with_distribution_group(self, group: InstanceGroup) -> RuleContext:
-        """The same spec judged as if ``group`` were its one distribution group."""
+    def reading(
+        self, *, launcher: LauncherConfig | None = None, group: InstanceGroup | None = None
+    ) -> RuleContext:
+        """The same spec judged as if ``launcher`` were its one launcher (of several enabled)
+        and ``group`` its one distribution group (of those it could mean)."""
         other = RuleContext(
             self.spec, self.deployment, self.is_token, deployment_pending=self.deployment_pending
         )
-        # Set where the cached property keeps its value: the property never runs.
-        other.__dict__["distribution_group"] = group
+        if launcher is not None:
+            other.launcher, other.launcher_kind = launcher, launcher.kind
+        if group is not None:
+            # Set where the cached property keeps its value: the property never runs.
+            other.__dict__["distribution_group"] = group
         return other
 
     @cached_property
