@@ -16,6 +16,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import send_handle
 from typing import Any, cast
@@ -110,6 +111,7 @@ def serve(
     secret: str | bytes | None = None,
     handshake_timeout: float = 10.0,
     max_handshakes: int = 64,
+    on_listening: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve ``make_batches(shard)`` to the training group until every rank is done.
 
@@ -131,6 +133,8 @@ def serve(
         secret: The job's secret (default ``$HETERO_DATA_SECRET``).
         handshake_timeout: Seconds a new connection has to authenticate and attach.
         max_handshakes: Connections authenticating at once; more are closed at once.
+        on_listening: Called with the address and port once trainers can connect (with
+            ``port=0`` the system picks a free port: local runs and tests).
 
     Returns when every training rank (``world_size`` as the trainers report it) said goodbye.
 
@@ -182,7 +186,10 @@ def serve(
             max_handshakes,
         )
         admission.thread.start()
-        log.info("serving %d worker(s) on %s:%d", count, *listener.getsockname()[:2])
+        bound_address, bound_port = listener.getsockname()[:2]
+        log.info("serving %d worker(s) on %s:%d", count, bound_address, bound_port)
+        if on_listening is not None:
+            on_listening(bound_address, bound_port)
         first = idle_timeout if startup_timeout is None else startup_timeout
         _watch(admission, pipes, processes, idle_timeout, first)
     finally:
