@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -267,16 +268,25 @@ def whole_process(rounds: int) -> float:
     """Wall seconds of a fresh interpreter that imports, builds and synthesizes a 1-job app,
     each side in turn (order alternated); prints the medians, returns the ratio."""
     seconds: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     for round_index in range(rounds):
         order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
         for side in order:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             subprocess.run([sys.executable, __file__, "--one-app", side], check=True)
             seconds[side].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[side].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     medians = {side: statistics.median(runs) for side, runs in seconds.items()}
     for side, runs in seconds.items():
         shown = ", ".join(f"{s:.2f}" for s in runs)
-        print(f"whole process, 1 job, {LABELS[side]}: median {medians[side]:.2f} s ({shown})")
+        print(
+            f"whole process, 1 job, {LABELS[side]}: median {medians[side]:.2f} s ({shown}); "
+            f"CPU (Python and Node) median {statistics.median(cpu[side]):.2f} s"
+        )
+    cpu_ratio = statistics.median(cpu["ours"]) / statistics.median(cpu["builtin"])
+    print(f"whole-process CPU ratio ours/builtin: {cpu_ratio:.2f} (1 job)")
     return medians["ours"] / medians["builtin"]
 
 
@@ -293,11 +303,15 @@ def main() -> None:
         "--whole-process", type=int, default=5, metavar="ROUNDS", help="rounds of 1-job apps"
     )
     parser.add_argument("--one-app", choices=sorted(SIDES), help=argparse.SUPPRESS)
+    parser.add_argument("--whole-process-only", action="store_true")
     args = parser.parse_args()
     if args.one_app:
         one_app(args.one_app)
         return
     whole = whole_process(args.whole_process)
+    if args.whole_process_only:
+        print(f"whole-process synth ratio ours/builtin: {whole:.2f} (1 job)")
+        return
     calls = JsiiCalls()
     synth_seconds(ours, 1)  # warm up jsii and the caches of both paths
     synth_seconds(builtin, 1)

@@ -10,8 +10,8 @@ import hetero_constructs
 
 ROOT = Path(__file__).resolve().parents[1]
 # What users write: the constructs, the spec's value objects, one spec reader, one planning
-# entry point (and the violations alone), the errors, the snapshot-test helper, the dashboard and
-# the training-script helper (its metric lines too).
+# entry point (and the violations alone), the errors, the snapshot-test helper, the dashboard, the
+# training-script helper (its metric lines too), and the runs API.
 USER_NAMES = {
     "HeterogeneousTrainingJob",
     "HeterogeneousTrainingTask",
@@ -45,6 +45,9 @@ USER_NAMES = {
     "TrainingEnvironment",
     "TrainingEnvironmentError",
     "MetricsReporter",
+    "TrainingRun",
+    "RunStatus",
+    "RunInputError",
 }
 
 

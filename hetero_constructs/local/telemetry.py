@@ -7,8 +7,8 @@ where one can be written from its regular expression. Then it does what SageMake
 job's ``MetricDefinitions``: applies every regex to every line, publishes the captured values
 to CloudWatch (namespace ``/aws/sagemaker/TrainingJobs``, dimension ``TrainingJobName``) and
 keeps each metric's last value for ``FinalMetricDataList``. Logs go to
-``/aws/sagemaker/TrainingJobs``, stream ``<job>/algo-<N>-<epoch>``, as SageMaker names them;
-host numbers do not follow the groups' order, as on SageMaker.
+``/aws/sagemaker/TrainingJobs``, stream ``<job>/algo-<N>-<epoch>``, as SageMaker names them,
+the hosts numbered as the rest of the simulation numbers them (``simulation.hosts``).
 
 The numbers are made up but plausible and the same for the same cluster: the trainers' data wait
 falls as the data hosts warm up, and samples per second rise with it.
@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from hetero_constructs.local.simulation import hosts
 from hetero_constructs.run.metrics import group_of_metric
 from hetero_constructs.runtime.metrics import interval_line, start_line
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+HOMOGENEOUS = "homogeneousCluster"
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 INTERVAL = timedelta(minutes=1)
 #: At most this many intervals per job (a long job's lines are spread over its time).
@@ -46,25 +48,23 @@ class _Host:
     trains: bool
 
 
-def _hosts(request: Mapping[str, Any], job_name: str) -> list[_Host]:
-    """The job's hosts, numbered in an order that does not follow the groups (as SageMaker's)."""
+def _hosts(request: Mapping[str, Any]) -> list[_Host]:
+    """The job's hosts as the simulation numbers them (``simulation.hosts``), each with its
+    group, instance type and whether it trains (a distribution group, or every group when the
+    request names none)."""
     resources = request.get("ResourceConfig") or {}
+    types = {
+        str(g["InstanceGroupName"]): str(g["InstanceType"])
+        for g in resources.get("InstanceGroups") or []
+    }
     hyperparameters = request.get("HyperParameters") or {}
     trainers_text = str(hyperparameters.get("sagemaker_distribution_instance_groups", ""))
-    members: list[tuple[str, str]] = []
-    groups = resources.get("InstanceGroups") or []
-    for group in groups:
-        name = str(group["InstanceGroupName"])
-        members += [(name, str(group["InstanceType"]))] * int(group.get("InstanceCount", 1))
-    if not groups:
-        count = int(resources.get("InstanceCount") or 1)
-        members = [("homogeneousCluster", str(resources.get("InstanceType")))] * count
-    random.Random(job_name).shuffle(members)
-    names = {name for name, _ in members}
+    placed = [(host, group or HOMOGENEOUS) for host, group in hosts(dict(request))]
+    names = {group for _, group in placed}
     trainers = {name for name in names if f'"{name}"' in trainers_text} or names
     return [
-        _Host(f"algo-{number}", group, instance_type, group in trainers)
-        for number, (group, instance_type) in enumerate(members, start=1)
+        _Host(host, group, types.get(group, str(resources.get("InstanceType"))), group in trainers)
+        for host, group in placed
     ]
 
 
@@ -136,10 +136,9 @@ class JobTelemetry:
                 create(**names)
         return stream
 
-    def started(self, job_name: str, request: Mapping[str, Any], at: datetime) -> None:
-        """Each host's start line, naming its instance group."""
-        epoch = int(at.timestamp())
-        for host in _hosts(request, job_name):
+    def started(self, job_name: str, request: Mapping[str, Any], at: datetime, epoch: int) -> None:
+        """Each host's start line, naming its instance group (stream ``<job>/<host>-<epoch>``)."""
+        for host in _hosts(request):
             role = "distributed" if host.trains else "data"
             self._put(
                 job_name,
@@ -164,32 +163,36 @@ class JobTelemetry:
         )
 
     def ended(
-        self, job_name: str, request: Mapping[str, Any], start: datetime, end: datetime
+        self,
+        job_name: str,
+        request: Mapping[str, Any],
+        start: datetime,
+        end: datetime,
+        epoch: int,
     ) -> list[dict[str, Any]]:
         """The lines of the job's time, its metrics in CloudWatch; its FinalMetricDataList."""
         definitions = list(
             (request.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []
         )
-        hosts = _hosts(request, job_name)
-        groups = {host.group for host in hosts}
+        every = _hosts(request)
+        groups = {host.group for host in every}
         own = [d for d in definitions if group_of_metric(str(d.get("Name")), groups) is None]
-        # Seeded by what the job runs on and each host's place in its group, not by names (a
-        # job's name holds the run's start, host numbers are shuffled): the same job gives the
-        # same numbers (docs/observability.md shows them).
+        # Seeded by what the job runs on and each host's place in its group, not by the job's
+        # name (it holds the run's start): the same job gives the same numbers
+        # (docs/observability.md shows them).
         cluster = json.dumps(request.get("ResourceConfig"), sort_keys=True, default=str)
         rngs: dict[str, random.Random] = {}
-        for host in sorted(hosts, key=lambda h: (h.group, int(h.name.rpartition("-")[2]))):
+        for host in sorted(every, key=lambda h: (h.group, int(h.name.rpartition("-")[2]))):
             place = sum(1 for other in rngs if other.startswith(f"{host.group}#"))
             rngs[f"{host.group}#{place}"] = rngs[host.name] = random.Random(
                 f"{cluster}#{host.group}#{place}"
             )
         count = max(1, min(MAX_INTERVALS, int((end - start) / INTERVAL)))
         step = (end - start) / count
-        epoch = int(start.timestamp())
-        by_host: dict[str, list[tuple[datetime, str]]] = {host.name: [] for host in hosts}
+        by_host: dict[str, list[tuple[datetime, str]]] = {host.name: [] for host in every}
         for index in range(1, count + 1):
             moment, progress = start + step * index, index / count
-            for host in hosts:
+            for host in every:
                 rng = rngs[host.name]
                 speed = _value(rng, progress, "samples_per_second", host.trains)
                 wait = _value(rng, progress, "data_wait_fraction", True) if host.trains else None
@@ -197,9 +200,9 @@ class JobTelemetry:
             # The spec's own metrics: a line on the first host, where one can be written.
             for definition in own:
                 line = sample_line(str(definition["Regex"]), round(2.0 * (1 - progress) + 0.1, 4))
-                if line is not None and hosts:
-                    by_host[hosts[0].name].append((moment, line))
-        for host in hosts:
+                if line is not None and every:
+                    by_host[every[0].name].append((moment, line))
+        for host in every:
             self._put(job_name, host.name, epoch, by_host[host.name])
         return self._extract(job_name, definitions, by_host)
 

@@ -4,7 +4,8 @@ The client side of a run, below the command line (``hetero_constructs.cli`` is b
 ``clients`` (the boto3 clients), ``inputs`` (an execution input checked as the submit Lambda
 will), ``execution`` (the execution and the training jobs it created), ``logs`` (every host's
 log lines labelled with its instance group), ``watch`` (what is new at each poll), ``stop``,
-``metrics`` (each metric of a run over time, and its final value).
+``metrics`` (each metric of a run over time, and its final value) and ``training_run``
+(``TrainingRun``, the Python API).
 Not to be confused with ``hetero_constructs.run``, the contract the handlers share.
 """
 
@@ -12,5 +13,6 @@ from __future__ import annotations
 
 from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.logs import LogLine
+from hetero_constructs.runs.training_run import JobStatus, RunInputError, RunStatus, TrainingRun
 
-__all__ = ["LogLine", "RunClients"]
+__all__ = ["JobStatus", "LogLine", "RunClients", "RunInputError", "RunStatus", "TrainingRun"]

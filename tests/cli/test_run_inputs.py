@@ -17,6 +17,7 @@ import pytest
 from hetero_constructs.cli import main
 from hetero_constructs.runs.inputs import find_submit_tasks, overrides_to_check
 from tests.fixtures.example_app import Synthesized
+from tests.fixtures.json_lines import record
 
 
 def run(*argv: str) -> tuple[int, str]:
@@ -45,7 +46,7 @@ def test_a_users_lambda_task_choice_pipeline_runs_with_its_own_input(
 ) -> None:
     code, text = run("run", "--local", str(user_pipeline), "--input", '{"epochs": 3}', "--json")
     assert code == 0, text
-    result = json.loads(text)
+    result = record(text, "local-result")
     assert result["status"] == "SUCCEEDED"
     [job] = result["jobs"]
     # The Lambda's result became the overrides: its epochs reached the job.
@@ -73,7 +74,7 @@ def test_no_check_starts_the_run_unchecked(
     code, text = run("run", "--local", str(user_pipeline), "--input", bad, "--no-check", "--json")
     # The Lambda replaces $.prepared before the task reads it: the run succeeds.
     assert code == 0, text
-    assert json.loads(text)["status"] == "SUCCEEDED"
+    assert record(text, "local-result")["status"] == "SUCCEEDED"
     assert "--no-check" in capsys.readouterr().err
 
 

@@ -165,3 +165,12 @@ def test_a_chart_is_drawn_with_plotext_and_lines_are_written_from_simple_regexes
     assert sample_line(r"loss=([0-9.]+)", 0.25) == "loss=0.2500"
     assert sample_line(r"^epoch \d+ val_acc:\s*([0-9.]+)$", 0.5) == "epoch 1 val_acc: 0.5000"
     assert sample_line(r"a|b=([0-9]+)", 1.0) is None
+
+
+def test_the_python_run_api_reads_the_same_metrics(run: tuple[LocalCloud, Any]) -> None:
+    from hetero_constructs.runs.training_run import TrainingRun
+
+    _, result = run
+    (series,) = TrainingRun.attach(result.execution_arn).metrics(group="gpu").values()
+    assert {item.name for item in series} == {"gpu:samples_per_second", "gpu:data_wait_fraction"}
+    assert all(len(item.points) > 10 and item.final is not None for item in series)
