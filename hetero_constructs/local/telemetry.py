@@ -10,8 +10,10 @@ keeps each metric's last value for ``FinalMetricDataList``. Logs go to
 ``/aws/sagemaker/TrainingJobs``, stream ``<job>/algo-<N>-<epoch>``, as SageMaker names them,
 the hosts numbered as the rest of the simulation numbers them (``simulation.hosts``).
 
-The numbers are made up but plausible and the same for the same cluster: the trainers' data wait
-falls as the data hosts warm up, and samples per second rise with it.
+A local job lasts seconds: its lines are spread over at least ``MIN_SPAN`` up to its end (so
+before its start, too), each host's start line first. The numbers are made up but plausible
+and the same for the same cluster: the trainers' data wait falls as the data hosts warm up,
+and samples per second rise with it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ NAMESPACE = "/aws/sagemaker/TrainingJobs"
 INTERVAL = timedelta(minutes=1)
 #: At most this many intervals per job (a long job's lines are spread over its time).
 MAX_INTERVALS = 60
+#: A local job takes seconds of wall-clock time: its lines cover at least this much time, up
+#: to its end, so that its metrics have values over time (CloudWatch's periods are minutes).
+MIN_SPAN = timedelta(minutes=30)
 _GROUP = re.compile(r"(?<!\\)\((?!\?)")
 # What a line holds where a regex has one of these (before its escapes are undone).
 _WRITTEN = ((r"\s+", " "), (r"\s*", " "), (r"\s", " "), (".*", " "), (".+", " "), (r"\d+", "1"))
@@ -187,8 +192,14 @@ class JobTelemetry:
             rngs[f"{host.group}#{place}"] = rngs[host.name] = random.Random(
                 f"{cluster}#{host.group}#{place}"
             )
-        count = max(1, min(MAX_INTERVALS, int((end - start) / INTERVAL)))
-        step = (end - start) / count
+        span = max(end - start, MIN_SPAN)
+        start = end - span
+        for host in every:  # the start line first, then the intervals
+            role = "distributed" if host.trains else "data"
+            line = start_line(host.name, host.group, role, host.instance_type)
+            self._put(job_name, host.name, epoch, [(start, line)])
+        count = max(1, min(MAX_INTERVALS, int(span / INTERVAL)))
+        step = span / count
         by_host: dict[str, list[tuple[datetime, str]]] = {host.name: [] for host in every}
         for index in range(1, count + 1):
             moment, progress = start + step * index, index / count
@@ -199,9 +210,10 @@ class JobTelemetry:
                 by_host[host.name].append((moment, interval_line(host.group, speed, wait)))
             # The spec's own metrics: a line on the first host, where one can be written.
             for definition in own:
-                line = sample_line(str(definition["Regex"]), round(2.0 * (1 - progress) + 0.1, 4))
-                if line is not None and every:
-                    by_host[every[0].name].append((moment, line))
+                value = round(2.0 * (1 - progress) + 0.1, 4)
+                written = sample_line(str(definition["Regex"]), value)
+                if written is not None and every:
+                    by_host[every[0].name].append((moment, written))
         for host in every:
             self._put(job_name, host.name, epoch, by_host[host.name])
         return self._extract(job_name, definitions, by_host)

@@ -215,8 +215,6 @@ class TrainingJobs:
         for host, group in hosts(attempt.request):
             lines = host_lines(stage.status, group, host, reason)
             self._logs.write(f"{attempt.name}/{host}-{epoch}", stage.at, lines)
-        if stage.status == "Training" and self.telemetry is not None:
-            self.telemetry.started(attempt.name, attempt.request, stage.at, epoch)
 
     def attempt(self, name: str) -> TrainingJobAttempt:
         with self._lock:

@@ -74,7 +74,10 @@ def _window(job: TrainingJob, period: int) -> tuple[datetime, datetime]:
     now = utc_now()
     begin = start if isinstance(start, datetime) else now - timedelta(hours=3)
     finish = end if isinstance(end, datetime) else max(now, begin)
-    return begin - timedelta(seconds=period), finish + timedelta(seconds=period)
+    # The dimension is the job's own name: a wider window finds nothing of other jobs, and
+    # takes in lines a job's hosts stamped before SageMaker's start time (clock skew; the local
+    # simulation spreads a seconds-long job's lines over the half hour before its end).
+    return begin - timedelta(hours=1), finish + timedelta(seconds=period)
 
 
 def read_series(
