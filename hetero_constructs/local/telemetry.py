@@ -10,8 +10,9 @@ keeps each metric's last value for ``FinalMetricDataList``. Logs go to
 ``/aws/sagemaker/TrainingJobs``, stream ``<job>/algo-<N>-<epoch>``, as SageMaker names them,
 the hosts numbered as the rest of the simulation numbers them (``simulation.hosts``).
 
-A local job lasts seconds: its lines are spread over at least ``MIN_SPAN`` up to its end (so
-before its start, too), each host's start line first. The numbers are made up but plausible
+A local job lasts seconds: its hosts' lines are logged at its end (each host's start line
+first), and their values go to CloudWatch on a timeline of at least ``MIN_SPAN`` up to it, so
+that one-minute periods give each metric values over time. The numbers are made up but plausible
 and the same for the same cluster: the trainers' data wait falls as the data hosts warm up,
 and samples per second rise with it.
 """
@@ -37,8 +38,8 @@ NAMESPACE = "/aws/sagemaker/TrainingJobs"
 INTERVAL = timedelta(minutes=1)
 #: At most this many intervals per job (a long job's lines are spread over its time).
 MAX_INTERVALS = 60
-#: A local job takes seconds of wall-clock time: its lines cover at least this much time, up
-#: to its end, so that its metrics have values over time (CloudWatch's periods are minutes).
+#: A local job takes seconds of wall-clock time: its metrics' timeline covers at least this much
+#: time up to its end, so that they have values over time (CloudWatch's periods are minutes).
 MIN_SPAN = timedelta(minutes=30)
 _GROUP = re.compile(r"(?<!\\)\((?!\?)")
 # What a line holds where a regex has one of these (before its escapes are undone).
@@ -192,14 +193,16 @@ class JobTelemetry:
             rngs[f"{host.group}#{place}"] = rngs[host.name] = random.Random(
                 f"{cluster}#{host.group}#{place}"
             )
-        span = max(end - start, MIN_SPAN)
-        start = end - span
+        # The lines are logged at the job's end (a follow display shows them in time order);
+        # their values are stamped on a timeline of at least MIN_SPAN up to it.
+        timeline = max(end - start, MIN_SPAN)
+        count = max(1, min(MAX_INTERVALS, int(timeline / INTERVAL)))
+        step = timeline / count
+        start = end - timeline
         for host in every:  # the start line first, then the intervals
             role = "distributed" if host.trains else "data"
             line = start_line(host.name, host.group, role, host.instance_type)
-            self._put(job_name, host.name, epoch, [(start, line)])
-        count = max(1, min(MAX_INTERVALS, int(span / INTERVAL)))
-        step = span / count
+            self._put(job_name, host.name, epoch, [(end, line)])
         by_host: dict[str, list[tuple[datetime, str]]] = {host.name: [] for host in every}
         for index in range(1, count + 1):
             moment, progress = start + step * index, index / count
@@ -215,7 +218,7 @@ class JobTelemetry:
                 if written is not None and every:
                     by_host[every[0].name].append((moment, written))
         for host in every:
-            self._put(job_name, host.name, epoch, by_host[host.name])
+            self._put(job_name, host.name, epoch, [(end, text) for _, text in by_host[host.name]])
         return self._extract(job_name, definitions, by_host)
 
     def _extract(

@@ -111,10 +111,14 @@ def test_logs_know_each_hosts_group_from_its_first_line(run: tuple[LocalCloud, A
     for line in lines:
         first.setdefault(line["host"], line)
     assert len(first) == 4
+    starts = {
+        line["host"]: found.group("group")
+        for line in lines
+        if (found := START_LINE.search(line["message"])) and found.group("host") == line["host"]
+    }
+    assert len(starts) == 4  # one start line per host
     for host, line in first.items():
-        started = START_LINE.search(line["message"])
-        assert started is not None and started.group("host") == host
-        assert line["group"] == started.group("group")  # known from the first line on
+        assert line["group"] == starts[host]  # known from the host's first line on
     assert {line["group"] for line in first.values()} == {"data", "gpu"}
     code, text = _cli("logs", result.execution_arn, "--json", "--group", "data")
     data = [json.loads(line) for line in text.splitlines()]
