@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -29,7 +28,7 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, outcome, token_store
+from hetero_constructs.handlers import control, environment, outcome, token_store
 from hetero_constructs.run import lifecycle
 
 T = TypeVar("T")
@@ -218,8 +217,8 @@ def _release(dynamodb: Any, item: token_store.JobItem) -> None:
 
 def replay_dead_letters(dynamodb: Any, max_messages: int = 1000) -> dict[str, int]:
     """Process the dead-lettered events again; each is deleted once it went through."""
-    sqs = boto3.client("sqs")
-    queue = os.environ["DEAD_LETTER_QUEUE"]
+    sqs = boto3.client("sqs", region_name=environment.region())
+    queue = environment.required("DEAD_LETTER_QUEUE")
     done = {"replayed": 0, "failed": 0}
     while done["replayed"] + done["failed"] < max_messages:
         messages = sqs.receive_message(
@@ -259,7 +258,7 @@ def dispatch(event: dict[str, Any], dynamodb: Any) -> Any:
 
 
 def handler(event: dict[str, Any], context: Any = None) -> Any:
-    return dispatch(event, boto3.client("dynamodb"))
+    return dispatch(event, boto3.client("dynamodb", region_name=environment.region()))
 
 
 __all__ = [

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, outcome, token_store
+from hetero_constructs.handlers import control, environment, outcome, token_store
 from hetero_constructs.handlers.attempt import (
     InvalidOverrides,
     Run,
@@ -83,7 +83,7 @@ class Submission:
         if budget is None:
             budget = lifecycle.SUBMIT_TIMEOUT_SECONDS
         self.deadline = time.monotonic() + budget - _TIME_IN_HAND_SECONDS
-        self.dynamodb = boto3.client("dynamodb")
+        self.dynamodb = boto3.client("dynamodb", region_name=environment.region())
         self.sagemaker = control.client(self.run.control_role, "sagemaker")
         self.stepfunctions = control.client(self.run.control_role, "stepfunctions")
 

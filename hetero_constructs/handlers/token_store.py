@@ -19,12 +19,13 @@ nothing. Every item expires through DynamoDB TTL (``expires_at``).
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
+
+from hetero_constructs.handlers import environment
 
 JOB = "job#"
 SLOT = "slot#"
@@ -32,7 +33,7 @@ EXECUTION_INDEX = "byExecution"
 
 
 def table_name() -> str:
-    return os.environ["TOKEN_TABLE"]
+    return environment.required("TOKEN_TABLE")
 
 
 @dataclass(frozen=True)
