@@ -29,9 +29,6 @@ from hetero_constructs.spec.training import TrainingSpec
 # A string token as CDK encodes it in a string.
 STRING_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
 # Context-object fields the submit Lambda needs: they identify the attempt and its job.
-# How aws-cdk-lib describes the graph of a Map's iterations: "Map {state id} Item Processor
-# ({start state})", or "Map {state id} Iterator (...)" for the deprecated ``iterator``.
-_MAP_GRAPH = re.compile(r"^Map (.+) (?:Item Processor|Iterator) \(")
 _CONTEXT = {
     "taskToken": "Task.Token",
     "executionArn": "Execution.Id",
@@ -64,25 +61,6 @@ class SubmitTaskState(sfn.TaskStateBase):
     # The state machine a construct of this library renders the task into, as one JSON
     # document built in Python (see ``own_state_json``); None for a task users chain.
     _own_state_machine: ContainingStateMachine | None = None
-    # The state id of the Map whose item processor holds the task (None outside a Map).
-    _map_state_id: str | None = None
-
-    def bind_to_graph(self, graph: sfn.StateGraph) -> None:
-        """Note the Map whose iterations run the task: each gets its own slot (``mapIndex``)."""
-        found = _MAP_GRAPH.match(graph.to_string())
-        if found is not None:
-            self._map_state_id = found.group(1)
-        super().bind_to_graph(graph)
-
-    def _in_inline_map(self) -> bool:
-        """Inside an inline Map's iterations, whose context has ``Map.Item.Index`` (a Distributed
-        Map's iterations are child executions: their own execution ARN tells them apart)."""
-        if self._map_state_id is None:
-            return False
-        return not any(
-            isinstance(construct, sfn.DistributedMap) and construct.state_id == self._map_state_id
-            for construct in self.runner.stack.node.find_all()
-        )
 
     @property
     def _task_metrics(self) -> sfn.TaskMetricsConfig | None:
@@ -218,13 +196,12 @@ class SubmitTaskState(sfn.TaskStateBase):
 
     def _payload(self, jsonata: bool) -> dict[str, Any]:
         payload = dict(self._static_payload)
-        context = {**_CONTEXT, **({"mapIndex": "Map.Item.Index"} if self._in_inline_map() else {})}
         if jsonata:
             payload["context"] = {
-                key: f"{{% $states.context.{path} %}}" for key, path in context.items()
+                key: f"{{% $states.context.{path} %}}" for key, path in _CONTEXT.items()
             }
         else:
-            payload["context"] = {f"{key}.$": f"$$.{path}" for key, path in context.items()}
+            payload["context"] = {f"{key}.$": f"$$.{path}" for key, path in _CONTEXT.items()}
         payload.update(self._input_fields(jsonata))
         return payload
 

@@ -41,11 +41,13 @@ class Run:
     @staticmethod
     def of(event: dict[str, Any]) -> Run:
         context = event["context"]
-        # A Map iteration's index (``$$.Map.Item.Index``) tells its entries apart, with or
-        # without the user's own key.
+        # The entry's own overrides tell apart entries that start together (a Map's iterations
+        # over different items), with or without the user's own key: ``$$.Map.Item.Index`` is
+        # in the context of a Map's ItemSelector only, not of the states of its iterations.
         keys = [str(event.get("jobKey") or "")]
-        if context.get("mapIndex") is not None:
-            keys.append(f"map-item:{context['mapIndex']}")
+        if event.get("input") not in (None, {}, [], ""):
+            text = json.dumps(event["input"], sort_keys=True, separators=(",", ":"), default=str)
+            keys.append(f"input:{hashlib.sha256(text.encode()).hexdigest()[:32]}")
         return Run(
             slot=RunSlot(
                 execution_arn=context["executionArn"],

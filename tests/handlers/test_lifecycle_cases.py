@@ -93,16 +93,15 @@ def test_a_late_invocation_of_an_earlier_attempt_never_takes_the_job(world: Hand
 
 
 def test_map_entries_get_their_own_slots_and_jobs(world: HandlerWorld) -> None:
-    """Case 4: two entries of one task in an inline Map, no job_key, the same entry time."""
+    """Case 4: two entries of one task in an inline Map, no job_key, the same entry time, each
+    with its own item (overrides): each gets its own job and hears of it."""
     execution = world.start("run-1")
     tokens = [world.token(), world.token()]
     names = [
         submit.handler(
-            world.submit_event(
-                execution, token, map_index=index, execution_input={"hyperparameters": {"e": n}}
-            )
+            world.submit_event(execution, token, execution_input={"hyperparameters": {"e": n}})
         )["TrainingJobName"]
-        for index, (token, n) in enumerate(zip(tokens, (1, 99), strict=True))
+        for token, n in zip(tokens, (1, 99), strict=True)
     ]
     assert names[0] != names[1]
     for name in names:
@@ -113,22 +112,19 @@ def test_map_entries_get_their_own_slots_and_jobs(world: HandlerWorld) -> None:
         assert report.body["TrainingJobName"] == name
 
 
-def test_an_entry_never_adopts_a_job_of_another_request(world: HandlerWorld) -> None:
-    """Case 4 without a Map index (an older definition): the second entry's request differs, so
-    the first entry's job is not its own; the first entry still hears of its job."""
+def test_a_job_of_another_request_is_never_an_entrys_own(world: HandlerWorld) -> None:
+    """Case 4's second guard: the job's request digest (in its slot tag) must be the entry's."""
+    from hetero_constructs.handlers import attempt
+
     execution = world.start("run-1")
-    first_token, second_token = world.token(), world.token()
-    one = world.submit_event(execution, first_token, execution_input={"hyperparameters": {"e": 1}})
-    job = submit.handler(one)["TrainingJobName"]
-    other = world.submit_event(
-        execution, second_token, execution_input={"hyperparameters": {"e": 99}}
-    )
-    answer = submit.handler(other)
-    assert answer.get("resumed") is None
-    assert world.reports_to(second_token)[0].error == lifecycle.Errors.JOB_NAME_TAKEN
-    world.training.end(job, "Completed")
-    events.dispatch(world.job_event(job), world.dynamodb)
-    assert [r.operation for r in world.reports_to(first_token)] == ["SendTaskSuccess"]
+    event = world.submit_event(execution, world.token())
+    name = submit.handler(event)["TrainingJobName"]
+    job = world.sagemaker.describe_training_job(TrainingJobName=name)
+    run = attempt.Run.of(event)
+    request, _ = attempt.prepare(event, lambda _prefix: name)
+    assert attempt.is_ours(world.sagemaker, job, run, 0, request)
+    other = {**request, "HyperParameters": {**request["HyperParameters"], "e": "99"}}
+    assert not attempt.is_ours(world.sagemaker, job, run, 0, other)
 
 
 def test_two_racing_invocations_create_one_job(
