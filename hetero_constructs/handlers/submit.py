@@ -346,7 +346,9 @@ class Submission:
         return {"TrainingJobName": item.name, "alreadySubmitted": True}
 
     def stop_if_orphaned(self, item: token_store.JobItem) -> None:
-        """The execution may have ended while the job was being created: stop the job then."""
+        """The execution may have ended while the job was being created: stop the job then.
+        (A task closed meanwhile is left to the reconcile pass: a retry of it takes the job
+        over, see ``resume``.)"""
         execution = outcome.describe_execution(self.stepfunctions, self.run.slot.execution_arn)
         if not outcome.run_has_ended(execution, item):
             return
