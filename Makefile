@@ -83,8 +83,9 @@ bench: setup
 	$(PY) benchmarks/bench_lambda.py
 
 docs: setup
-	$(PY) -m hetero_constructs.checks.docs > docs/rules.md
+	$(VENV)/bin/hetero-train rules > docs/rules.md
 	$(PY) -m hetero_constructs.deployability.catalogue > docs/deployability.md
+	$(PY) -m hetero_constructs.spec.reference > docs/spec-fields.md
 
 # Re-pin after changing pyproject.toml's requirements: resolve them in .venv without the old
 # pins (pip keeps what still fits), then freeze.

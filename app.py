@@ -5,7 +5,10 @@
   group) with a state machine of its own.
 - ``HeteroTrainingPipeline``: the same job as a task in a pipeline: preprocess (a Lambda) ->
   train -> create the SageMaker model -> register it in a model package group; a training
-  failure is caught and notified.
+  failure is caught and notified, and every alarm (failed pipeline runs, the runner's dead
+  letters and Lambda errors) notifies the same KMS-encrypted SNS topic. To notify a topic of
+  your own instead: ``cdk synth -c notification_topic_arn=arn:aws:sns:...`` (its key policy, if
+  it is encrypted, must let ``cloudwatch.amazonaws.com`` and the pipeline's role use the key).
 
 `make synth` synthesizes both with the CDK CLI; cdk-nag (AwsSolutions and Serverless packs)
 checks them on every synth.
@@ -16,6 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -101,6 +107,64 @@ class HeteroTrainingStack(cdk.Stack):
         )
 
 
+class TrainingArtifacts(tasks.S3Location):
+    """The model artifacts a training task outputs, read from the state's input at ``path``.
+
+    Unlike ``S3Location.from_json_expression`` it grants nothing (that one grants
+    ``s3:GetObject`` and ``s3:ListBucket`` on ``*``): the model role reads the training
+    output prefix only, with a statement of its own.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self._path = path
+
+    def bind(
+        self,
+        task: tasks.ISageMakerTask,
+        *,
+        for_reading: bool | None = None,
+        for_writing: bool | None = None,
+    ) -> tasks.S3LocationConfig:
+        return tasks.S3LocationConfig(uri=sfn.JsonPath.string_at(self._path))
+
+
+def training_image_repository(scope: Construct, image_uri: str) -> tuple[ecr.IRepository, str]:
+    """The ECR repository and tag of an image URI (``account.dkr.ecr.region.suffix/repo:tag``)."""
+    registry, _, name_and_tag = image_uri.partition("/")
+    account, _, _, region, *_ = registry.split(".")
+    name, _, tag = name_and_tag.partition(":")
+    arn = f"arn:{cdk.Aws.PARTITION}:ecr:{region}:{account}:repository/{name}"
+    return ecr.Repository.from_repository_attributes(
+        scope, "TrainingImageRepository", repository_arn=arn, repository_name=name
+    ), tag
+
+
+def notification_topic(scope: Construct) -> sns.ITopic:
+    """The topic every alarm and failure notifies: the user's (context), or a KMS-encrypted one."""
+    arn = scope.node.try_get_context("notification_topic_arn")
+    if arn:
+        return sns.Topic.from_topic_arn(scope, "Notifications", arn)
+    key = kms.Key(
+        scope,
+        "NotificationsKey",
+        enable_key_rotation=True,
+        description="Encrypts the example pipeline's notifications",
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+    # CloudWatch alarms publish to the encrypted topic with the key (SNS's key policy rule).
+    key.grant(
+        iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey"
+    )
+    return sns.Topic(
+        scope,
+        "TrainingFailures",
+        enforce_ssl=True,
+        master_key=key,
+        display_name="Example pipeline training failures and alarms",
+    )
+
+
 class HeteroTrainingPipelineStack(cdk.Stack):
     """Preprocess -> heterogeneous training -> SageMaker model -> model package (or notify)."""
 
@@ -108,7 +172,8 @@ class HeteroTrainingPipelineStack(cdk.Stack):
         super().__init__(scope, construct_id, **kwargs)  # type: ignore[arg-type]
         data = data_bucket(self)
         self.log_key = log_key(self)
-        TrainingRunner(self, log_encryption_key=self.log_key)
+        self.topic = topic = notification_topic(self)
+        TrainingRunner(self, log_encryption_key=self.log_key, alarm_topic=topic)
         preprocess = self._preprocess_function(bucket_uri(data, "datasets/train/"))
         prepare = tasks.LambdaInvoke(
             self,
@@ -133,23 +198,25 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description="SageMaker model of the example pipeline",
         )
+        # The model reads its training job's artifacts (under the job name prefix) and pulls
+        # the image the training spec names: nothing on "*".
         model_role.add_to_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject"],
                 resources=[data.arn_for_objects("training-output/hetero-pipeline-*")],
             )
         )
+        repository, tag = training_image_repository(
+            self, self.train.request["AlgorithmSpecification"]["TrainingImage"]
+        )
         create_model = tasks.SageMakerCreateModel(
             self,
             "Create model",
             model_name=sfn.JsonPath.string_at("$.training.TrainingJobName"),
             primary_container=tasks.ContainerDefinition(
-                image=tasks.DockerImage.from_json_expression(
-                    sfn.JsonPath.string_at("$.training.AlgorithmSpecification.TrainingImage")
-                ),
-                model_s3_location=tasks.S3Location.from_json_expression(
-                    "$.training.ModelArtifacts.S3ModelArtifacts"
-                ),
+                # from_ecr_repository grants the pull on this repository only.
+                image=tasks.DockerImage.from_ecr_repository(repository, tag),
+                model_s3_location=TrainingArtifacts("$.training.ModelArtifacts.S3ModelArtifacts"),
             ),
             role=model_role,
             result_path="$.model",
@@ -194,13 +261,6 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             result_path="$.registered",
         )
         register.node.add_dependency(group)
-        topic = sns.Topic(
-            self,
-            "TrainingFailures",
-            enforce_ssl=True,
-            master_key=None,
-            display_name="Example pipeline training failures",
-        )
         notify = tasks.SnsPublish(
             self,
             "Notify failure",
@@ -231,14 +291,29 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             ),
         )
         depend_on_policy_only(state_machine, state_machine.role)
+        if topic.master_key is not None:
+            # Publishing to an encrypted topic takes the key (SnsPublish grants sns:Publish only).
+            topic.master_key.grant(state_machine, "kms:Decrypt", "kms:GenerateDataKey")
+        # A run that fails outside the training task (the model, the registry) notifies too.
+        alarm = state_machine.metric_failed(period=cdk.Duration.minutes(5)).create_alarm(
+            self,
+            "PipelineFailedAlarm",
+            alarm_description="A run of the example pipeline failed",
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        alarm.add_alarm_action(cloudwatch_actions.SnsAction(topic))
 
     def _acknowledge(self) -> None:
         """cdk-nag findings of aws-cdk-lib's own tasks in this pipeline, each with its reason."""
         iam5 = "AwsSolutions::AwsSolutions-IAM5"
         partition_region_account = "arn:<AWS::Partition>:sagemaker:us-west-2:<AWS::AccountId>"
         acknowledgments = {
-            f"{iam5}[Resource::*]": "X-Ray tracing and Step Functions log delivery support only "
-            "'*'; SageMakerCreateModel's role may create network interfaces for VPC models.",
+            f"{iam5}[Resource::*]": "X-Ray tracing, Step Functions log delivery, "
+            "SageMakerCreateModel's sagemaker:ListTags and the model's ecr:GetAuthorizationToken "
+            "have no resource-level permissions.",
             f"{iam5}[Resource::<PreprocessFunctionAF9E4590.Arn>:*]": "aws-cdk-lib's LambdaInvoke "
             "grants the function's versions and aliases.",
             f"{iam5}[Resource::{partition_region_account}:model/*]": "Model names are the "

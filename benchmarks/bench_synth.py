@@ -6,18 +6,23 @@ asset, channel, output, stopping condition, logging, tracing, retries and alarms
 figures of this run (construction and ``app.synth`` apart, medians of interleaved rounds with
 the order alternated); the last lines are ``synth ratio ours/builtin: X.XX`` for each stack size
 and ``jsii calls per job: ours N, builtin M`` (kernel requests: (at 20 jobs - at 1) / 19).
+First, ``--whole-process`` rounds (5) time a fresh interpreter per side that imports, builds
+and synthesizes a 1-job app, as ``cdk synth`` runs ``app.py`` (the CLI's own Node process
+aside): ``whole-process synth ratio ours/builtin: X.XX (1 job)``.
 ``--without-cfn-validation`` first measures both sides again with aws-cdk-lib's built-in
 CloudFormation validation off (``App(builtin_cloud_formation_validation=False)``), to show what
 that validation costs each side; the final lines always measure the default, validation on.
 Usage: ``.venv/bin/python benchmarks/bench_synth.py [--jobs 20 40] [--rounds 9]
-[--without-cfn-validation]``.
+[--whole-process 5] [--without-cfn-validation]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,21 +48,21 @@ from aws_cdk import aws_s3_assets as s3_assets  # noqa: E402
 from aws_cdk import aws_stepfunctions as sfn  # noqa: E402
 from aws_cdk import aws_stepfunctions_tasks as tasks  # noqa: E402
 
-from hetero_constructs import (  # noqa: E402
-    DistributedTraining,
-    HeterogeneousTrainingJob,
-    InstanceGroup,
-    TrainingChannel,
-    TrainingSpec,
-)
-from hetero_constructs.constructs.packaging import source_bundle  # noqa: E402
-
 CODE = ROOT / "examples" / "hetero_training"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 ENV = cdk.Environment(region="us-west-2", account="111122223333")
 
 
 def ours(stack: cdk.Stack, index: int) -> None:
+    # Imported here: the whole-process figure counts the library's imports for its side alone.
+    from hetero_constructs import (
+        DistributedTraining,
+        HeterogeneousTrainingJob,
+        InstanceGroup,
+        TrainingChannel,
+        TrainingSpec,
+    )
+
     data, gpu = (
         InstanceGroup("data", "ml.c5.18xlarge", 2),
         InstanceGroup("gpu", "ml.p4d.24xlarge", 2),
@@ -88,7 +93,7 @@ def builtin(stack: cdk.Stack, index: int) -> None:
     production job needs is there, as ours has it: the code as an asset, logging at level ALL to
     a log group with retention, X-Ray tracing, a timeout, retries, and the three alarms.
     """
-    code = s3_assets.Asset(stack, f"Code{index}", path=str(source_bundle(CODE)))
+    code = s3_assets.Asset(stack, f"Code{index}", path=str(CODE))
     train = tasks.SageMakerCreateTrainingJob(
         stack,
         f"Train{index}",
@@ -252,6 +257,39 @@ def measure(jobs: int, rounds: int, *, cfn_validation: bool = True) -> float:
     return totals["ours"] / totals["builtin"]
 
 
+def one_app(side: str) -> None:
+    """A 1-job app of one side, synthesized as ``cdk synth`` runs an app (its own process)."""
+    app = cdk.App(outdir=tempfile.mkdtemp(prefix="bench-cdk-"))
+    SIDES[side](cdk.Stack(app, "Bench", env=ENV), 0)
+    app.synth()
+
+
+def whole_process(rounds: int) -> float:
+    """Wall seconds of a fresh interpreter that imports, builds and synthesizes a 1-job app,
+    each side in turn (order alternated); prints the medians, returns the ratio."""
+    seconds: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
+    for round_index in range(rounds):
+        order = list(SIDES) if round_index % 2 == 0 else list(reversed(SIDES))
+        for side in order:
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            subprocess.run([sys.executable, __file__, "--one-app", side], check=True)
+            seconds[side].append(time.perf_counter() - start)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[side].append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    medians = {side: statistics.median(runs) for side, runs in seconds.items()}
+    for side, runs in seconds.items():
+        shown = ", ".join(f"{s:.2f}" for s in runs)
+        print(
+            f"whole process, 1 job, {LABELS[side]}: median {medians[side]:.2f} s ({shown}); "
+            f"CPU (Python and Node) median {statistics.median(cpu[side]):.2f} s"
+        )
+    cpu_ratio = statistics.median(cpu["ours"]) / statistics.median(cpu["builtin"])
+    print(f"whole-process CPU ratio ours/builtin: {cpu_ratio:.2f} (1 job)")
+    return medians["ours"] / medians["builtin"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--jobs", type=int, nargs="+", default=[20, 40])
@@ -261,7 +299,19 @@ def main() -> None:
         action="store_true",
         help="also measure with aws-cdk-lib's built-in CloudFormation validation off",
     )
+    parser.add_argument(
+        "--whole-process", type=int, default=5, metavar="ROUNDS", help="rounds of 1-job apps"
+    )
+    parser.add_argument("--one-app", choices=sorted(SIDES), help=argparse.SUPPRESS)
+    parser.add_argument("--whole-process-only", action="store_true")
     args = parser.parse_args()
+    if args.one_app:
+        one_app(args.one_app)
+        return
+    whole = whole_process(args.whole_process)
+    if args.whole_process_only:
+        print(f"whole-process synth ratio ours/builtin: {whole:.2f} (1 job)")
+        return
     calls = JsiiCalls()
     synth_seconds(ours, 1)  # warm up jsii and the caches of both paths
     synth_seconds(builtin, 1)
@@ -274,6 +324,7 @@ def main() -> None:
     print(f"load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for jobs, ratio in ratios.items():
         print(f"synth ratio ours/builtin: {ratio:.2f} (jobs per stack: {jobs})")
+    print(f"whole-process synth ratio ours/builtin: {whole:.2f} (1 job)")
     print(f"jsii calls per job: ours {per_job['ours']:g}, builtin {per_job['builtin']:g}")
 
 

@@ -94,29 +94,47 @@ def _plan(
 
 
 def _violations(context: RuleContext) -> list[Violation]:
-    """Every rule's violations; where the distribution group is left open, also those of each
-    group the spec could mean, so that fixing the group brings no new violation."""
+    """Every rule's violations; where the spec leaves its launcher (several are enabled) or its
+    distribution group open, also those of each reading it could mean, so that settling it
+    brings no new violation. A finding only some readings have says which."""
     found = run_rules(context)
-    candidates = context.distribution_group_candidates
-    if not candidates:
+    readings = _readings(context)
+    if not readings:
         return found
     seen = {(v.rule, v.path, v.problem) for v in found}
-    # (rule, path, problem) -> the violation and the candidate groups that have it
+    # (rule, path, problem) -> the violation and the readings that have it
     more: dict[tuple[str, str, str], tuple[Violation, list[str]]] = {}
-    for group in candidates:
-        for violation in run_rules(context.with_distribution_group(group)):
+    for label, reading in readings:
+        for violation in run_rules(reading):
             key = (violation.rule, violation.path, violation.problem)
             if key not in seen:
-                more.setdefault(key, (violation, []))[1].append(group.name)
-    for violation, names in more.values():
-        if len(names) < len(candidates):
-            meant = " or ".join(f"'{name}'" for name in names)
+                more.setdefault(key, (violation, []))[1].append(label)
+    for violation, labels in more.values():
+        if len(labels) < len(readings):
             violation = dataclasses.replace(
-                violation,
-                problem=f"With {meant} as the distribution group: {violation.problem}",
+                violation, problem=f"With {' or '.join(labels)}: {violation.problem}"
             )
         found.append(violation)
     return found
+
+
+def _readings(context: RuleContext) -> list[tuple[str, RuleContext]]:
+    """Each launcher and distribution group the spec could mean, labelled; none when both are
+    settled."""
+    launchers = context.launchers if len(context.launchers) > 1 else ()
+    groups = context.distribution_group_candidates
+    if not launchers and not groups:
+        return []
+    readings = []
+    for launcher in launchers or (None,):
+        for group in groups or (None,):
+            parts = []
+            if launcher is not None:
+                parts.append(f"{launcher.kind.value} as the launcher")
+            if group is not None:
+                parts.append(f"'{group.name}' as the distribution group")
+            readings.append((" and ".join(parts), context.reading(launcher=launcher, group=group)))
+    return readings
 
 
 def _add_fallback_violations(

@@ -2,7 +2,8 @@
 
 A check function takes the ``RuleContext`` and yields ``Finding``s; the runner stamps each
 finding with the rule's id. The docstring's first line is what the rule checks; the catalogue
-in ``docs/rules.md`` is generated from these objects.
+in ``docs/rules.md`` is generated from the rule registry (``spec.rule_registry``) each
+rule is registered in too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, NamedTuple
 
 from hetero_constructs.request.context import FEATURES, RuleContext
+from hetero_constructs.spec.rule_registry import SEVERITIES, register_rule
 from hetero_constructs.spec.violations import Violation
 
 
@@ -63,9 +65,6 @@ class Rule(NamedTuple):
 REGISTRY: list[Rule] = []
 
 
-SEVERITIES = ("error", "warning")
-
-
 # Each rule's topic is the module (or package) directly below this one that declares it.
 RULES_PACKAGE = "hetero_constructs.checks.rules"
 
@@ -101,8 +100,6 @@ def rule(
         doc = inspect.cleandoc(check.__doc__ or "")
         title, _, details = doc.partition("\n")
         topic = check.__module__.removeprefix(f"{RULES_PACKAGE}.").split(".")[0]
-        if any(existing.id == rule_id for existing in REGISTRY):
-            raise RuntimeError(f"duplicate rule id {rule_id}")
         registered = Rule(
             rule_id,
             topic,
@@ -116,6 +113,15 @@ def rule(
             needed,
         )
         REGISTRY.append(registered)
+        register_rule(
+            rule_id,
+            group=topic,
+            title=registered.title,
+            details=registered.details,
+            source=source,
+            severity=severity,
+            examples=(example,),
+        )
         return registered
 
     return register

@@ -33,19 +33,9 @@ _RULE_TOPICS = {r.id: r.topic for r in RULES}
 _FIELD_TOPICS = frozenset({"api", "values"})
 
 
-# Features a spec uses -> the regular rules that can find something in such a spec, in order.
-_RULES_FOR_FEATURES: dict[frozenset[str], tuple[Rule, ...]] = {}
-
-
 def _regular_rules(features: frozenset[str]) -> tuple[Rule, ...]:
     """The regular rules, without those that need a feature the spec does not use."""
-    selected = _RULES_FOR_FEATURES.get(features)
-    if selected is None:
-        selected = tuple(r for r in _REGULAR if not r.needs or r.needs & features)
-        if len(_RULES_FOR_FEATURES) >= 256:
-            _RULES_FOR_FEATURES.clear()
-        _RULES_FOR_FEATURES[features] = selected
-    return selected
+    return tuple(r for r in _REGULAR if not r.needs or r.needs & features)
 
 
 def run_rules(context: RuleContext) -> list[Violation]:

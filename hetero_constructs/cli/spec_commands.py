@@ -59,42 +59,14 @@ def plan(
 @cli.command()
 @json_option
 def rules(json_flag: bool) -> int:
-    """Print the rule catalogue (the text of docs/rules.md)."""
-    from hetero_constructs.checks.construct_rules import CONSTRUCT_RULES
-    from hetero_constructs.checks.docs import render
-    from hetero_constructs.checks.registry import RULES
-    from hetero_constructs.run.overrides import OVERRIDE_RULES
-    from hetero_constructs.spec.file.rules import SPEC_FILE_RULES
+    """Print every rule id the library reports, with its doc (the text of docs/rules.md)."""
+    from hetero_constructs.cli import catalogue
 
     out = command_output(json_flag)
-    if not json_flag:
-        out.stdout.write(render())
-        return EXIT_SUCCEEDED
-    catalogue = [
-        {"id": rule_id, "topic": "spec-file", "title": text, "source": source}
-        for rule_id, text, source in SPEC_FILE_RULES
-    ]
-    catalogue += [
-        {"id": rule_id, "topic": "execution-input", "title": text, "source": "this library"}
-        for rule_id, text in OVERRIDE_RULES
-    ]
-    catalogue += [
-        {"id": rule_id, "topic": "construct", "title": text, "source": source}
-        for rule_id, text, source in CONSTRUCT_RULES
-    ]
-    catalogue += [
-        {
-            "id": item.id,
-            "topic": item.topic,
-            "title": item.title,
-            "severity": item.severity,
-            "details": item.details,
-            "source": item.source,
-            "example": item.example,
-        }
-        for item in RULES
-    ]
-    out.emit_json({"rules": catalogue})
+    if json_flag:
+        out.emit_json({"rules": catalogue.as_dicts()})
+    else:
+        out.stdout.write(catalogue.render())
     return EXIT_SUCCEEDED
 
 

@@ -21,8 +21,9 @@ from jsii.errors import JavaScriptError
 from hetero_constructs.spec.violations import SpecValidationError
 
 TRACEBACK_VARIABLE = "HETERO_CONSTRUCTS_TRACEBACK"
-# How aws-cdk-lib's synth reports failed construct validations (ValidationError's name).
-_CDK_VALIDATION = "ValidationFailedWithErrors: "
+# How aws-cdk-lib's synth reports failed construct validations, and failed policy validation
+# plugins (cdk-nag's Validations packs) whose report it has printed already.
+_CDK_VALIDATIONS = ("ValidationFailedWithErrors: ", "ValidationFailed: ")
 _INSTALLED = "_hetero_constructs_report"
 
 ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], object]
@@ -34,8 +35,9 @@ def report_text(error: BaseException) -> str | None:
         return str(error)
     if isinstance(error, RuntimeError) and isinstance(error.__cause__, JavaScriptError):
         message = str(error)
-        if message.startswith(_CDK_VALIDATION):
-            return message.removeprefix(_CDK_VALIDATION)
+        for prefix in _CDK_VALIDATIONS:
+            if message.startswith(prefix):
+                return message.removeprefix(prefix)
     return None
 
 

@@ -6,9 +6,6 @@ An execution runs one training job to its end; its input is the task's overrides
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,7 +35,6 @@ from hetero_constructs.constructs.props import (
 )
 from hetero_constructs.constructs.runner import ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task import OwnStateMachineTask
-from hetero_constructs.constructs.task_state import STRING_TOKEN
 from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.planning import plan
 from hetero_constructs.run import lifecycle
@@ -205,23 +201,8 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
         return resource
 
     def _definition_string(self) -> str:
-        """The definition as JSON text, with the task's own tokens in its strings.
-
-        aws-cdk-lib's ``to_json_string`` renders a string token inside JSON the way CDK renders
-        any token inside a string: ``Fn::Join`` around its value. The text is written here
-        instead, as ``JSON.stringify`` writes it, when every token in it is one of the task's
-        own string-valued tokens (ARNs, partition, region, account, the code's URL). Any other
-        token (a user's, a number, a list) is left to ``to_json_string``, which knows its type.
-        """
-        definition = self._definition()
-        text = _json_text(definition)
-        if (
-            text is not None
-            and "#{Token[" not in text
-            and set(STRING_TOKEN.findall(text)) <= self.task.string_tokens
-        ):
-            return text
-        return self.runner.stack.to_json_string(definition)
+        """The definition as JSON text, rendered by aws-cdk-lib (tokens as ``Fn::Join``)."""
+        return self.runner.stack.to_json_string(self._definition())
 
     def _definition(self) -> dict[str, Any]:
         """The definition aws-cdk-lib renders for this chain, built in Python."""
@@ -420,41 +401,6 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
         resources = self.request["ResourceConfig"]
         groups = resources.get("InstanceGroups")
         return [g["InstanceType"] for g in groups] if groups else [resources["InstanceType"]]
-
-
-# A UTF-16 surrogate: JSON.stringify escapes a lone one, Python's json writes it as it is.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-# Integers beyond this are not exact in JavaScript; JSON.stringify would print other digits.
-_EXACT_IN_JAVASCRIPT = 2**53
-
-
-def _json_text(value: Any) -> str | None:
-    """``value`` as JavaScript's ``JSON.stringify`` writes it (compact), or None.
-
-    None for what Python would write differently: whole or exponent floats (Python writes 2.0
-    where JavaScript writes 2; a CDK number token is a float of about -1.9e289), integers
-    JavaScript cannot hold exactly, keys that are not strings, and lone surrogates (which
-    JavaScript escapes).
-    """
-    if not _written_alike(value):
-        return None
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return None if _SURROGATE.search(text) else text
-
-
-def _written_alike(value: Any) -> bool:
-    """Whether Python's json and JavaScript's JSON.stringify write ``value`` alike."""
-    if isinstance(value, str) or value is None or isinstance(value, bool):
-        return True
-    if isinstance(value, int):
-        return abs(value) <= _EXACT_IN_JAVASCRIPT
-    if isinstance(value, float):  # e.g. a backoff rate of 1.5; not 2.0, 1e-7 or a token
-        return math.isfinite(value) and not value.is_integer() and "e" not in repr(value)
-    if isinstance(value, Mapping):
-        return all(isinstance(k, str) and _written_alike(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return all(_written_alike(item) for item in value)
-    return False
 
 
 __all__ = ["HeterogeneousTrainingJob"]

@@ -7,13 +7,11 @@ SageMaker model they use.
   ``AWS_DATA_PATH``, so the handlers validate against the model the synth validated against.
 - The handlers and the core ship without what only documentation uses: the rule catalogue
   generator, and, in every module, docstrings, comments, typing-only imports, ``__all__``
-  lists and the rules' ``source``/``example`` texts. Those are blanked, not deleted, so line
-  numbers in a Lambda traceback match the repository.
+  lists and the catalogues' doc texts (``_lambda_trim``, the size trick behind its own module).
 """
 
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 import io
@@ -22,7 +20,6 @@ import lzma
 import os
 import shutil
 import tempfile
-import tokenize
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
@@ -31,6 +28,7 @@ from typing import Any
 
 import botocore.loaders
 
+from hetero_constructs.constructs._lambda_trim import bundled_source
 from hetero_constructs.service import model as service_model
 
 # The SageMaker operations the handlers call; extend it when a handler calls another one.
@@ -51,22 +49,21 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 # The handlers and the pure-Python layers they validate with (no CDK, no CLI, no local runner).
 LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
-# Modules of those layers the Lambda never imports: the rule catalogue generator and the
-# construct-only rule ids, and the YAML reader (spec files only; the Lambda gets its spec as
-# JSON and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
+# Modules of those layers the Lambda never imports: the construct-only rule ids, the
+# spec-field reference, and the YAML reader (spec files only; the Lambda gets its spec as JSON
+# and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
 # command line use them, on top of the training-script helper the Lambda does not ship).
 LEFT_OUT = frozenset(
     {
-        "checks/docs.py",
         "checks/construct_rules.py",
         "spec/file/safe_yaml.py",
+        "spec/reference.py",
         "run/metrics.py",
         "run/dashboard.py",
     }
 )
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
 _DOC_KEYS = frozenset({"documentation", "documentationUrl"})
-_RULE_DOC_ARGUMENTS = frozenset({"source", "example"})
 
 
 # -- The model -------------------------------------------------------------------------------
@@ -130,105 +127,6 @@ def trimmed_service_model(
 
 
 # -- The sources -------------------------------------------------------------------------------
-
-
-def _docstring(node: ast.AST) -> ast.Expr | None:
-    body = getattr(node, "body", None)
-    if (
-        isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-        and isinstance(body[0].value.value, str)
-    ):
-        return body[0]
-    return None
-
-
-_Part = ast.stmt | ast.expr
-
-
-def _documentation_only(tree: ast.Module) -> Iterator[tuple[_Part, str]]:
-    """(node, replacement) for each part of a module that only documentation and typing use.
-
-    A module's ``__all__`` list documents its exports; nothing in the Lambda star-imports.
-    """
-    for statement in tree.body:
-        if (
-            isinstance(statement, ast.Assign | ast.AnnAssign)
-            and isinstance(statement.value, ast.List | ast.Tuple)
-            and any(
-                isinstance(target, ast.Name) and target.id == "__all__"
-                for target in (
-                    statement.targets if isinstance(statement, ast.Assign) else [statement.target]
-                )
-            )
-        ):
-            yield statement, ""
-    for node in ast.walk(tree):
-        docstring = _docstring(node)
-        if docstring is not None:
-            only_statement = len(getattr(node, "body", ())) == 1
-            yield docstring, "..." if only_statement and not isinstance(node, ast.Module) else ""
-        if (
-            isinstance(node, ast.If)
-            and isinstance(node.test, ast.Name)
-            and node.test.id == "TYPE_CHECKING"
-            and not node.orelse
-        ):
-            yield from ((statement, "") for statement in node.body[1:])
-            yield node.body[0], "pass"
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id == "rule"
-        ):
-            for keyword in node.keywords:
-                if keyword.arg in _RULE_DOC_ARGUMENTS:
-                    yield keyword.value, '""'
-
-
-def _replace(lines: list[bytes], node: _Part, replacement: str) -> None:
-    """Put ``replacement`` where ``node`` was; the lines it spanned stay, empty."""
-    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
-    start, end = node.col_offset, node.end_col_offset or 0  # UTF-8 byte offsets
-    head, tail = lines[first][:start], lines[last][end:]
-    if first == last:
-        lines[first] = head + replacement.encode() + tail
-        return
-    lines[first] = head + replacement.encode() + b"\n"
-    for index in range(first + 1, last):
-        lines[index] = b"\n"
-    lines[last] = tail if tail.strip() else b"\n"
-
-
-def bundled_source(source: str) -> str:
-    """``source`` without its docstrings, comments, typing-only imports and rule doc texts.
-
-    Every line keeps its number; a body left with only a docstring gets ``...``.
-    """
-    tree = ast.parse(source)
-    lines = source.encode().splitlines(keepends=True)
-    edits = sorted(_documentation_only(tree), key=lambda edit: (edit[0].lineno, edit[0].col_offset))
-    covered_to = (0, 0)
-    kept: list[tuple[_Part, str]] = []
-    for node, replacement in edits:  # skip parts inside a part already blanked
-        if (node.lineno, node.col_offset) >= covered_to:
-            kept.append((node, replacement))
-            covered_to = (node.end_lineno or node.lineno, node.end_col_offset or 0)
-    for node, replacement in reversed(kept):
-        _replace(lines, node, replacement)
-    text = b"".join(lines).decode()
-    comments = [
-        token
-        for token in tokenize.generate_tokens(io.StringIO(text).readline)
-        if token.type == tokenize.COMMENT
-    ]
-    numbered = text.splitlines(keepends=True)
-    for token in reversed(comments):
-        row, column = token.start
-        numbered[row - 1] = numbered[row - 1][:column].rstrip() + "\n"
-    return "".join(line if line.strip() else "\n" for line in numbered)
 
 
 def lambda_source() -> Path:
@@ -406,7 +304,6 @@ __all__ = [
     "DATA_PATH",
     "LAMBDA_LAYERS",
     "LAMBDA_OPERATIONS",
-    "bundled_source",
     "lambda_package",
     "lambda_source",
     "package_files",

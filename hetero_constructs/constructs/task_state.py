@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,7 +26,6 @@ from hetero_constructs.spec.file.writer import spec_to_dict
 from hetero_constructs.spec.training import TrainingSpec
 
 # A string token as CDK encodes it in a string.
-STRING_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
 # Context-object fields the submit Lambda needs: they identify the attempt and its job.
 _CONTEXT = {
     "taskToken": "Task.Token",
@@ -214,21 +212,6 @@ class SubmitTaskState(sfn.TaskStateBase):
             fields["jobKey"] = self._props.job_key
         return fields
 
-    @functools.cached_property
-    def string_tokens(self) -> frozenset[str]:
-        """The tokens of the task's own state that hold strings: ARNs, the code's URL, ..."""
-        values = [
-            self.role_arn,
-            self.control_role_arn,
-            self.runner.submit_function_arn,
-            self.arns.partition,
-            self.arns.region,
-            self.arns.account,
-            self.code_location.url if self.code_location else "",
-            self.deployment.dlc_image_uri or "",  # the region's DLC account and URL suffix
-        ]
-        return frozenset(STRING_TOKEN.findall(" ".join(values)))
-
 
 def _ttl(timeout: int | str) -> int:
     """How long the run table keeps a job: its completion timeout and a day (28 days + 2)."""
@@ -240,4 +223,4 @@ def _is_jsonata(value: Any) -> bool:
     return isinstance(value, str) and value.strip().startswith("{%")
 
 
-__all__ = ["STRING_TOKEN", "SubmitTaskState"]
+__all__ = ["SubmitTaskState"]

@@ -23,6 +23,7 @@ import botocore.model
 
 from hetero_constructs.deployability.deploy_time import KnownValues, botocore_loader
 from hetero_constructs.deployability.worst_case import WorstCase
+from hetero_constructs.spec.rule_registry import DEPLOYABILITY, register_rule
 from hetero_constructs.spec.violations import Violation
 
 _T = TypeVar("_T")
@@ -336,10 +337,16 @@ def quota(
     def register(measure: MeasureFunction) -> Quota:
         doc = inspect.cleandoc(measure.__doc__ or "")
         title, _, details = doc.partition("\n")
-        if any(existing.id == quota_id for existing in REGISTERED):
-            raise RuntimeError(f"duplicate quota id {quota_id}")
         registered = Quota(quota_id, title.strip(), details.strip(), limit, source, fix, measure)
         REGISTERED.append(registered)
+        register_rule(
+            quota_id,
+            group=DEPLOYABILITY,
+            title=registered.title,
+            details=f"{registered.details} Limit: {limit}.".lstrip(),
+            source=source,
+            examples=(fix,),
+        )
         return registered
 
     return register

@@ -6,42 +6,16 @@ import os
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, NamedTuple, TypeVar, overload
+from functools import cached_property
+from typing import Any
 
 from hetero_constructs.service import catalog
+from hetero_constructs.spec._directory_memo import LISTINGS
 from hetero_constructs.spec.cluster import InstanceGroup
 from hetero_constructs.spec.distribution import Launcher, LauncherConfig, SmddpCollective
-from hetero_constructs.spec.source_tree import directory_identity, settled
 from hetero_constructs.spec.training import TrainingSpec
 
 TokenPredicate = Callable[[Any], bool]
-_T = TypeVar("_T")
-
-
-class cached_property(Generic[_T]):
-    """``functools.cached_property`` without its lock.
-
-    On Python 3.11 the functools version takes a lock shared by every instance on each first
-    access; a ``RuleContext`` lives in one thread, and a plan reads about 15 such facts.
-    """
-
-    def __init__(self, function: Callable[[Any], _T]) -> None:
-        self.function = function
-        self.name = function.__name__
-        self.__doc__ = function.__doc__
-
-    @overload
-    def __get__(self, instance: None, owner: type | None = None) -> cached_property[_T]: ...
-
-    @overload
-    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
-
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
-        if instance is None:
-            return self
-        # Stored under the same name: later reads find the value and never call this again.
-        value = instance.__dict__[self.name] = self.function(instance)
-        return value
 
 
 def never_a_token(_: Any) -> bool:
@@ -72,35 +46,16 @@ _NO_DEPLOYMENT = Deployment()
 PENDING_ROLE_ARN = "arn:aws:iam::111122223333:role/supplied-by-the-deployment"
 
 # -- Local files -----------------------------------------------------------------------------
-# Rules ask whether a local source_dir is a directory and holds a file. A directory's listing is
-# read once and kept with the directory's identity; a plan then costs one stat of the directory,
-# and the listing is read again whenever the directory changed (an entry added, removed or
-# renamed changes its modification time). As git does for "racily clean" files, a listing is
-# kept only once the directory has not changed for RACY_SECONDS, so that a change within the
-# file system's timestamp granularity cannot go unseen (source_tree's rule, shared).
-_MAX_LISTINGS = 256
+# Rules ask whether a local source_dir is a directory and holds a file: from the directory's
+# listing, kept while the directory is unchanged (``spec._directory_memo``).
 
 
-class _Listing(NamedTuple):
-    identity: tuple[int, int, int]  # device, inode, modification time (ns)
-    files: frozenset[str]  # names of regular files, symbolic links followed
-
-
-_LISTINGS: dict[str, _Listing] = {}
-
-
-def _read_listing(directory: str, info: os.stat_result) -> _Listing | None:
+def _read_files(directory: str) -> frozenset[str] | None:
     try:
         with os.scandir(directory) as entries:
-            files = frozenset(e.name for e in entries if _is_regular_file(e))
+            return frozenset(e.name for e in entries if _is_regular_file(e))
     except OSError:
         return None
-    listing = _Listing(directory_identity(info), files)
-    if settled(info):
-        if len(_LISTINGS) >= _MAX_LISTINGS:
-            _LISTINGS.clear()
-        _LISTINGS[directory] = listing
-    return listing
 
 
 def _is_regular_file(entry: os.DirEntry[str]) -> bool:
@@ -269,14 +224,12 @@ class RuleContext:
         """Whether the entry ``name`` of ``directory`` (at ``path``, joined when None) is a
         regular file, from the directory's listing."""
         info = self.stat(directory)
-        listing = None
+        files = None
         if info is not None and stat.S_ISDIR(info.st_mode):
-            listing = _LISTINGS.get(directory)
-            if listing is None or listing.identity != directory_identity(info):
-                listing = _read_listing(directory, info)
-        if listing is None:
+            files = LISTINGS.files(directory, info, _read_files)
+        if files is None:
             return os.path.isfile(os.path.join(directory, name) if path is None else path)
-        return name in listing.files
+        return name in files
 
     @cached_property
     def features(self) -> frozenset[str]:
@@ -315,13 +268,19 @@ class RuleContext:
         named = tuple(g for g in groups if g.name in requested)
         return named or tuple(groups)
 
-    def with_distribution_group(self, group: InstanceGroup) -> RuleContext:
-        """The same spec judged as if ``group`` were its one distribution group."""
+    def reading(
+        self, *, launcher: LauncherConfig | None = None, group: InstanceGroup | None = None
+    ) -> RuleContext:
+        """The same spec judged as if ``launcher`` were its one launcher (of several enabled)
+        and ``group`` its one distribution group (of those it could mean)."""
         other = RuleContext(
             self.spec, self.deployment, self.is_token, deployment_pending=self.deployment_pending
         )
-        # Set where the cached property keeps its value: the property never runs.
-        other.__dict__["distribution_group"] = group
+        if launcher is not None:
+            other.launcher, other.launcher_kind = launcher, launcher.kind
+        if group is not None:
+            # Set where the cached property keeps its value: the property never runs.
+            other.__dict__["distribution_group"] = group
         return other
 
     @cached_property
@@ -401,7 +360,6 @@ __all__ = [
     "Deployment",
     "RuleContext",
     "TokenPredicate",
-    "cached_property",
     "never_a_token",
     "spec_features",
 ]

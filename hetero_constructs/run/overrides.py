@@ -24,10 +24,9 @@ from typing import Any
 
 from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.fields import json_value_problem
+from hetero_constructs.spec.rule_registry import EXECUTION_INPUT, register_rule
 from hetero_constructs.spec.s3_uri import S3Uri, covers, has_dot_segment
 from hetero_constructs.spec.violations import (
-    MAX_REPORTED_VIOLATIONS,
-    MORE_VIOLATIONS_RULE,
     Violation,
     bounded,
     shorten,
@@ -39,41 +38,50 @@ OVERRIDE_KEYS = ("hyperparameters", "channels", "job_name_prefix", "tags")
 # AWS_STEP_FUNCTIONS_STARTED_BY_EXECUTION_ID for a child execution: not overrides.
 STEP_FUNCTIONS_KEY_PREFIX = "AWS_STEP_FUNCTIONS_"
 
-OVERRIDE_RULES = (
-    (
-        "OVERRIDE-UNKNOWN-KEY",
-        "The execution input has only the keys "
-        "`hyperparameters`, `channels`, `job_name_prefix`, `tags` (keys Step Functions adds, "
-        f"`{STEP_FUNCTIONS_KEY_PREFIX}*`, are ignored).",
-    ),
-    (
-        "OVERRIDE-TYPE",
-        "Each override has its type: maps for hyperparameters, channels and tags, "
-        "a string for the prefix; channel URIs and tag values are strings.",
-    ),
-    (
-        "OVERRIDE-CHANNEL",
-        "Channel overrides name channels the spec declares (they replace the S3 "
-        "URI only; group scoping stays as synthesized).",
-    ),
-    (
-        "OVERRIDE-CHANNEL-PREFIX",
-        "A channel override is an `s3://` URI under a prefix the execution role was granted "
-        "at synth (the spec's channels), at a path boundary: `s3://b/train` covers "
-        "`s3://b/train/v2/`, never `s3://b/train-nightly/`; no `.` or `..` segments.",
-    ),
-    (
-        "OVERRIDE-VALUE",
-        "Override values fit the CreateTrainingJob API's own pattern and length (botocore's "
-        "model): tag keys and values (no newline or tab), the job name prefix (TrainingJobName), "
-        "channel URIs (S3Uri).",
-    ),
-    (
-        MORE_VIOLATIONS_RULE,
-        f"At most {MAX_REPORTED_VIOLATIONS} violations of an execution input are listed, then "
-        "one saying how many more there are, so the report fits Step Functions' failure cause "
-        "(32,768 characters).",
-    ),
+
+_AGAIN = "Every rule of the spec applies again to the spec with the overrides merged in."
+UNKNOWN_KEY_RULE = register_rule(
+    "OVERRIDE-UNKNOWN-KEY",
+    group=EXECUTION_INPUT,
+    title="The execution input has only the keys "
+    + ", ".join(f"`{key}`" for key in OVERRIDE_KEYS)
+    + f" (keys Step Functions adds, `{STEP_FUNCTIONS_KEY_PREFIX}*`, are ignored).",
+    details=_AGAIN,
+    source="this library",
+)
+TYPE_RULE = register_rule(
+    "OVERRIDE-TYPE",
+    group=EXECUTION_INPUT,
+    title="Each override has its type: maps for hyperparameters, channels and tags, "
+    "a string for the prefix; channel URIs and tag values are strings.",
+    details=_AGAIN,
+    source="this library",
+)
+CHANNEL_RULE = register_rule(
+    "OVERRIDE-CHANNEL",
+    group=EXECUTION_INPUT,
+    title="Channel overrides name channels the spec declares (they replace the S3 "
+    "URI only; group scoping stays as synthesized).",
+    details=_AGAIN,
+    source="this library",
+)
+CHANNEL_PREFIX_RULE = register_rule(
+    "OVERRIDE-CHANNEL-PREFIX",
+    group=EXECUTION_INPUT,
+    title="A channel override is an `s3://` URI under a prefix the execution role was granted "
+    "at synth (the spec's channels), at a path boundary: `s3://b/train` covers "
+    "`s3://b/train/v2/`, never `s3://b/train-nightly/`; no `.` or `..` segments.",
+    details=_AGAIN,
+    source="this library",
+)
+VALUE_RULE = register_rule(
+    "OVERRIDE-VALUE",
+    group=EXECUTION_INPUT,
+    title="Override values fit the CreateTrainingJob API's own pattern and length (botocore's "
+    "model): tag keys and values (no newline or tab), the job name prefix (TrainingJobName), "
+    "channel URIs (S3Uri).",
+    details=_AGAIN,
+    source="botocore model",
 )
 
 
@@ -117,7 +125,7 @@ def apply_overrides(
             None,
             (
                 _violation(
-                    "OVERRIDE-TYPE",
+                    TYPE_RULE,
                     "",
                     "The execution input is not a JSON object.",
                     overrides,
@@ -134,7 +142,7 @@ def apply_overrides(
             continue  # added by Step Functions, not by whoever started the execution
         violations.append(
             _violation(
-                "OVERRIDE-UNKNOWN-KEY",
+                UNKNOWN_KEY_RULE,
                 _key(key),
                 "This key cannot be overridden.",
                 key,
@@ -155,7 +163,7 @@ def apply_overrides(
 
 def _type_violation(name: str, value: Any, allowed: str) -> Violation:
     return _violation(
-        "OVERRIDE-TYPE",
+        TYPE_RULE,
         name,
         f"The {name} override has the wrong type.",
         value,
@@ -174,7 +182,7 @@ def _merge_hyperparameters(result: dict[str, Any], value: Any, violations: list[
     for key, problem in bad:
         violations.append(
             _violation(
-                "OVERRIDE-TYPE",
+                TYPE_RULE,
                 f"hyperparameters.{_key(key)}{problem.path}",
                 "A hyperparameter override is not a JSON value the spec takes.",
                 problem.value,
@@ -218,7 +226,7 @@ def _model_value(path: str, value: str, model_path: str, what: str) -> list[Viol
         allowed += f" matching /{limits.pattern}/"
     return [
         _violation(
-            "OVERRIDE-VALUE",
+            VALUE_RULE,
             path,
             f"The {what} does not fit the CreateTrainingJob API ({model_path}).",
             value,
@@ -252,7 +260,7 @@ def _override_channels(
     if not isinstance(value, Mapping):
         violations.append(
             _violation(
-                "OVERRIDE-TYPE",
+                TYPE_RULE,
                 "channels",
                 "The channels override is not a map.",
                 value,
@@ -267,7 +275,7 @@ def _override_channels(
         if name not in channels:
             violations.append(
                 _violation(
-                    "OVERRIDE-CHANNEL",
+                    CHANNEL_RULE,
                     path,
                     "The spec declares no such channel.",
                     name,
@@ -278,7 +286,7 @@ def _override_channels(
         elif not isinstance(uri, str):
             violations.append(
                 _violation(
-                    "OVERRIDE-TYPE",
+                    TYPE_RULE,
                     path,
                     "A channel override is an S3 URI string.",
                     uri,
@@ -310,7 +318,7 @@ def _channel_uri_violations(path: str, uri: str, granted: list[S3Uri]) -> list[V
         return _model_value(path, uri, "InputDataConfig[].DataSource.S3DataSource.S3Uri", "S3 URI")
     return [
         _violation(
-            "OVERRIDE-CHANNEL-PREFIX",
+            CHANNEL_PREFIX_RULE,
             path,
             "The execution role may not read this location: a channel override must lie under "
             "a prefix granted at synth.",
@@ -336,7 +344,7 @@ def _prefix(prefix: Any, violations: list[Violation]) -> str | None:
     if not isinstance(prefix, str):
         violations.append(
             _violation(
-                "OVERRIDE-TYPE",
+                TYPE_RULE,
                 "job_name_prefix",
                 "The prefix is not a string.",
                 prefix,
@@ -351,9 +359,13 @@ def _prefix(prefix: Any, violations: list[Violation]) -> str | None:
 
 
 __all__ = [
+    "CHANNEL_PREFIX_RULE",
+    "CHANNEL_RULE",
     "OVERRIDE_KEYS",
-    "OVERRIDE_RULES",
     "STEP_FUNCTIONS_KEY_PREFIX",
+    "TYPE_RULE",
+    "UNKNOWN_KEY_RULE",
+    "VALUE_RULE",
     "Overridden",
     "apply_overrides",
 ]

@@ -2,9 +2,8 @@
 
 ``model``: botocore's SageMaker service model (shapes, bounds, enums, instance types);
 ``patterns``: the model's Java patterns for Python's ``re``; ``request_validator``: every
-constraint a whole request breaks (``_clean_check``: the generated fast path for clean
-requests); ``catalog``: facts about frameworks, containers and instance types the model does
-not carry, each with its source.
+constraint a whole request breaks; ``catalog``: facts about frameworks, containers and instance
+types the model does not carry, each with its source.
 """
 
 __all__: list[str] = []

@@ -37,17 +37,9 @@ def parse_version(text: str) -> Version | None:
 _FAMILY = re.compile(r"^ml[._]([a-z\d-]+)\.?\w*$")
 
 
-_FAMILIES: dict[str, str] = {}  # instance type -> family; the types are a short list
-
-
 def instance_family(instance_type: str) -> str:
-    family = _FAMILIES.get(instance_type)
-    if family is None:
-        match = _FAMILY.match(instance_type)
-        family = match.group(1) if match else ""
-        if len(_FAMILIES) < 4096:
-            _FAMILIES[instance_type] = family
-    return family
+    match = _FAMILY.match(instance_type)
+    return match.group(1) if match else ""
 
 
 def is_trainium(instance_type: str) -> bool:

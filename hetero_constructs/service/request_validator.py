@@ -2,8 +2,7 @@
 
 One validator per model shape, built once per process: a single pass over a request finds
 every constraint it breaks and tells whether botocore's ``ParamValidator`` would reject it
-(whose own report is produced only then). A request the generated clean check
-(``clean_check``) accepts needs no pass at all.
+(whose own report is produced only then).
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from typing import Any, NamedTuple
 
 from botocore.model import ListShape, MapShape, Shape, StructureShape
 
-from hetero_constructs.service._clean_check import clean_check
 from hetero_constructs.service.model import (
     botocore_minimum,
     input_shape,
@@ -288,11 +286,8 @@ def validate_request(request: Mapping[str, Any]) -> RequestVerdict:
     """One pass over the request: the model's broken constraints and botocore's verdict.
 
     botocore's report is the one ``ParamValidator`` writes; it runs only for a request the
-    pass found it rejects (or one with a construct only botocore judges). A request the clean
-    check accepts needs no pass.
+    pass found it rejects (or one with a construct only botocore judges).
     """
-    if clean_check()(request):
-        return RequestVerdict([], None)
     problems: list[ShapeProblem] = []
     flags = _request_validator()(request, None, problems)
     report = _botocore_report(request) if flags else None

@@ -6,30 +6,35 @@ on field types (``SpecValidationError`` with every violation), never on validity
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-from hetero_constructs.spec.fields import (
-    FieldChecker,
-    as_tuple,
-    checked_constructor,
+from hetero_constructs.spec.fields import as_tuple
+from hetero_constructs.spec.schema import (
+    INTEGER,
+    STRING,
+    STRING_LIST,
+    check_fields,
+    objects_type,
+    spec_field,
+    spec_object,
 )
 
+FALLBACKS_SHAPE = "fallbacks"  # file shape: [{"instance_type": ..., "instance_count": ...}]
 
-@checked_constructor
-@dataclass(frozen=True)
+
+@spec_object
 class InstanceFallback:
     """Another instance type (and count) for a group, for when SageMaker has no capacity."""
 
-    instance_type: str
-    instance_count: int = 1
+    instance_type: str = spec_field(STRING, doc="The instance type to try instead.")
+    instance_count: int = spec_field(
+        INTEGER, default=1, doc="How many of them (in a spec file: the group's count if unset)."
+    )
 
     def __post_init__(self) -> None:
-        check = FieldChecker("InstanceFallback")
-        check.string("instance_type", self.instance_type)
-        check.integer("instance_count", self.instance_count)
-        check.done()
+        check_fields(self)
 
 
 def _fallbacks(value: Any, count: Any) -> Any:
@@ -47,8 +52,7 @@ def _fallbacks(value: Any, count: Any) -> Any:
     return tuple(items)
 
 
-@checked_constructor
-@dataclass(frozen=True)
+@spec_object
 class InstanceGroup:
     """A named set of identical instances in a heterogeneous cluster.
 
@@ -57,24 +61,23 @@ class InstanceGroup:
     Every variant they produce is validated with every rule.
     """
 
-    name: str
-    instance_type: str
-    instance_count: int = 1
-    fallbacks: Sequence[InstanceFallback | tuple[str, int] | str] = ()
+    name: str = spec_field(STRING, sdk="instance_group_name", doc="The group's name.")
+    instance_type: str = spec_field(STRING, doc="The instance type of every host of the group.")
+    instance_count: int = spec_field(INTEGER, default=1, doc="How many hosts the group has.")
+    fallbacks: Sequence[InstanceFallback | tuple[str, int] | str] = spec_field(
+        objects_type(
+            InstanceFallback,
+            "a list of InstanceFallback, (instance type, count) pairs or instance types",
+            shape=FALLBACKS_SHAPE,
+        ),
+        default=(),
+        sdk=None,
+        doc="Instance types (and counts) tried in order when SageMaker has no capacity.",
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fallbacks", _fallbacks(self.fallbacks, self.instance_count))
-        check = FieldChecker("InstanceGroup")
-        check.string("name", self.name)
-        check.string("instance_type", self.instance_type)
-        check.integer("instance_count", self.instance_count)
-        check.tuple_of(
-            "fallbacks",
-            self.fallbacks,
-            InstanceFallback,
-            "a list of InstanceFallback, (instance type, count) pairs or instance types",
-        )
-        check.done()
+        check_fields(self)
 
 
 def as_group_names(value: Any) -> Any:
@@ -85,33 +88,43 @@ def as_group_names(value: Any) -> Any:
     return value
 
 
-@checked_constructor
-@dataclass(frozen=True)
+#: Group names; InstanceGroup objects are accepted too and kept by name.
+GROUP_NAMES = dataclasses.replace(
+    STRING_LIST, name="list of instance group names", normalize=as_group_names
+)
+
+
+@spec_object
 class TrainingChannel:
     """An S3 input channel, optionally delivered only to some instance groups."""
 
-    name: str
-    s3_uri: str
-    # Group names; InstanceGroup objects are accepted too and stored by name.
-    instance_groups: Sequence[str | InstanceGroup] = ()
-    s3_data_type: str = "S3Prefix"
-    distribution: str = "FullyReplicated"
-    input_mode: str | None = None
-    content_type: str | None = None
-    compression: str | None = None
-    record_wrapping: str | None = None
+    name: str = spec_field(
+        STRING, file_key=None, sdk=None, doc="The channel's name (its key in a spec file)."
+    )
+    s3_uri: str = spec_field(
+        STRING,
+        sdk="s3_data",
+        extra_file_keys=("s3_data",),
+        doc="The S3 prefix (or manifest) of the data; s3_data, the SDK's name, is taken too.",
+    )
+    instance_groups: Sequence[str | InstanceGroup] = spec_field(
+        GROUP_NAMES, default=(), doc="The groups that receive it (none: every instance)."
+    )
+    s3_data_type: str = spec_field(
+        STRING, default="S3Prefix", doc="S3Prefix, ManifestFile or AugmentedManifestFile."
+    )
+    distribution: str = spec_field(
+        STRING, default="FullyReplicated", doc="FullyReplicated or ShardedByS3Key."
+    )
+    input_mode: str | None = spec_field(
+        STRING, default=None, doc="The channel's own input mode (File, Pipe, FastFile)."
+    )
+    content_type: str | None = spec_field(STRING, default=None, doc="The data's MIME type.")
+    compression: str | None = spec_field(STRING, default=None, doc="None or Gzip.")
+    record_wrapping: str | None = spec_field(STRING, default=None, doc="None or RecordIO.")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "instance_groups", as_group_names(self.instance_groups))
-        check = FieldChecker("TrainingChannel")
-        check.string("name", self.name)
-        check.string("s3_uri", self.s3_uri)
-        check.string_tuple("instance_groups", self.instance_groups)
-        check.string("s3_data_type", self.s3_data_type)
-        check.string("distribution", self.distribution)
-        for name in ("input_mode", "content_type", "compression", "record_wrapping"):
-            check.string(name, getattr(self, name), optional=True)
-        check.done()
+        check_fields(self)
 
     @property
     def group_names(self) -> tuple[str, ...]:
@@ -120,6 +133,8 @@ class TrainingChannel:
 
 
 __all__ = [
+    "FALLBACKS_SHAPE",
+    "GROUP_NAMES",
     "InstanceFallback",
     "InstanceGroup",
     "TrainingChannel",

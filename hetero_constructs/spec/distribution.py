@@ -7,17 +7,21 @@ its static factories build the valid ones.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from hetero_constructs.spec.cluster import InstanceGroup, as_group_names
-from hetero_constructs.spec.fields import (
-    FieldChecker,
-    as_tuple,
-    checked_arguments,
-    checked_constructor,
-    frozen_mapping,
+from hetero_constructs.spec.cluster import GROUP_NAMES, InstanceGroup
+from hetero_constructs.spec.fields import FieldChecker, as_tuple, checked_arguments
+from hetero_constructs.spec.schema import (
+    INTEGER,
+    JSON_MAP,
+    STRING,
+    FieldType,
+    check_fields,
+    enum_type,
+    objects_type,
+    spec_field,
+    spec_object,
 )
 
 
@@ -63,27 +67,41 @@ class SmddpCollective(StrEnum):
     ALL_GATHER = "AllGather"
 
 
-@checked_constructor
-@dataclass(frozen=True)
+@spec_object
 class LauncherConfig:
     """One launcher entry of a distribution, with the options the SDK reads for it."""
 
-    kind: Launcher
-    processes_per_host: int | None = None
-    custom_mpi_options: str | None = None
+    kind: Launcher = spec_field(
+        enum_type(Launcher), file_key=None, sdk=None, doc="The launcher (its distribution key)."
+    )
+    processes_per_host: int | None = spec_field(
+        INTEGER, default=None, doc="Processes per host (default: one per GPU)."
+    )
+    custom_mpi_options: str | None = spec_field(
+        STRING, default=None, doc="Extra mpirun options (mpirun-based launchers)."
+    )
 
     def __post_init__(self) -> None:
-        check = FieldChecker("LauncherConfig")
-        kind = check.enum_member("kind", self.kind, Launcher)
-        if kind is not None:
-            object.__setattr__(self, "kind", kind)
-        check.integer("processes_per_host", self.processes_per_host, optional=True)
-        check.string("custom_mpi_options", self.custom_mpi_options, optional=True)
-        check.done()
+        check_fields(self)
 
 
-@checked_constructor
-@dataclass(frozen=True)
+def _collectives(checker: FieldChecker, path: str, value: Any, optional: bool) -> Any:
+    if not isinstance(value, tuple):
+        checker.tuple_of(
+            path, value, SmddpCollective, "a list of SmddpCollective (AllReduce, AllGather)"
+        )
+        return value
+    members = tuple(
+        checker.enum_member(f"{path}[{index}]", item, SmddpCollective)
+        for index, item in enumerate(value)
+    )
+    return value if None in members else members
+
+
+COLLECTIVES = FieldType("list of AllReduce, AllGather", _collectives, normalize=as_tuple)
+
+
+@spec_object
 class DistributedTraining:
     """How training is distributed: a launcher, optionally model parallelism, and the group.
 
@@ -94,38 +112,33 @@ class DistributedTraining:
     combination so that the rules can explain the invalid ones.
     """
 
-    launchers: Sequence[LauncherConfig] = ()
-    instance_groups: Sequence[str | InstanceGroup] = ()
-    model_parallel_parameters: Mapping[str, Any] | None = None
-    smddp_collectives: Sequence[SmddpCollective] = ()
+    launchers: Sequence[LauncherConfig] = spec_field(
+        objects_type(LauncherConfig, "a list of LauncherConfig", shape="launchers"),
+        default=(),
+        file_key=None,
+        sdk=None,
+        doc="The launchers (one, for a valid spec).",
+    )
+    instance_groups: Sequence[str | InstanceGroup] = spec_field(
+        GROUP_NAMES, default=(), doc="The group that runs the training (one, for a valid spec)."
+    )
+    model_parallel_parameters: Mapping[str, Any] | None = spec_field(
+        JSON_MAP,
+        default=None,
+        file_key=None,
+        sdk="smdistributed.modelparallel.parameters",
+        doc="The SageMaker model parallel library's parameters.",
+    )
+    smddp_collectives: Sequence[SmddpCollective] = spec_field(
+        COLLECTIVES,
+        default=(),
+        file_key="smddp_collective",
+        sdk=None,
+        doc="The SMDDP collectives that replace NCCL's: AllReduce, AllGather.",
+    )
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "launchers", as_tuple(self.launchers))
-        object.__setattr__(self, "instance_groups", as_group_names(self.instance_groups))
-        object.__setattr__(self, "smddp_collectives", as_tuple(self.smddp_collectives))
-        object.__setattr__(
-            self, "model_parallel_parameters", frozen_mapping(self.model_parallel_parameters)
-        )
-        check = FieldChecker("DistributedTraining")
-        check.tuple_of("launchers", self.launchers, LauncherConfig, "a list of LauncherConfig")
-        check.string_tuple("instance_groups", self.instance_groups)
-        if self.model_parallel_parameters is not None:
-            check.json_mapping("model_parallel_parameters", self.model_parallel_parameters)
-        if isinstance(self.smddp_collectives, tuple):
-            collectives = tuple(
-                check.enum_member(f"smddp_collectives[{index}]", value, SmddpCollective)
-                for index, value in enumerate(self.smddp_collectives)
-            )
-            if None not in collectives:
-                object.__setattr__(self, "smddp_collectives", collectives)
-        else:
-            check.tuple_of(
-                "smddp_collectives",
-                self.smddp_collectives,
-                SmddpCollective,
-                "a list of SmddpCollective (AllReduce, AllGather)",
-            )
-        check.done()
+        check_fields(self)
 
     # -- union-like factories, one per launcher ------------------------------------------
 
@@ -297,6 +310,7 @@ class DistributedTraining:
 
 
 __all__ = [
+    "COLLECTIVES",
     "DistributedTraining",
     "Launcher",
     "LauncherConfig",

@@ -21,6 +21,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, ParamSpec, TypeVar
 
+from hetero_constructs.spec.rule_registry import SPEC_FILE, register_rule
 from hetero_constructs.spec.violations import (
     SpecValidationError,
     Violation,
@@ -28,12 +29,6 @@ from hetero_constructs.spec.violations import (
     raise_if_any,
     unknown_key_fix,
 )
-
-TYPE_RULE = "SPEC-TYPE"
-NUMBER_RULE = "SPEC-NUMBER"
-DEPTH_RULE = "SPEC-DEPTH"
-UNKNOWN_KEY_RULE = "SPEC-UNKNOWN-KEY"
-REQUIRED_RULE = "SPEC-REQUIRED"
 
 # Lists and maps nest at most this deep: in a spec file counted from the top, in a value given
 # through the Python API within the value. A spec needs about 6 levels.
@@ -45,6 +40,47 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Characters of an integer literal in a spec file: far more than any 64-bit number needs in
 # any base. Longer literals are not converted at all (``OversizedInteger``).
 MAX_INTEGER_LITERAL = 100
+
+DEPTH_RULE = register_rule(
+    "SPEC-DEPTH",
+    group=SPEC_FILE,
+    title=f"Lists and maps nest at most {MAX_NESTING_DEPTH} levels (a spec needs about 6).",
+    details="A file is checked before it is parsed further, so deep nesting never exhausts "
+    "Python's recursion limit; a value given through the Python API is checked the same way.",
+    source="this library",
+)
+UNKNOWN_KEY_RULE = register_rule(
+    "SPEC-UNKNOWN-KEY",
+    group=SPEC_FILE,
+    title="Every key, at any depth, and every argument is one the library knows.",
+    details="The SDK silently ignores unknown keys, so a typo like `procesess_per_host` would "
+    "be lost; the fix names the likely key.",
+    source="this library",
+    examples=('"processes_per_host": 8',),
+)
+REQUIRED_RULE = register_rule(
+    "SPEC-REQUIRED",
+    group=SPEC_FILE,
+    title="Required keys and arguments are present (docs/spec-fields.md marks them).",
+    source="SDK v2 estimators",
+    examples=('"entry_point": "train.py", "framework": "pytorch"',),
+)
+TYPE_RULE = register_rule(
+    "SPEC-TYPE",
+    group=SPEC_FILE,
+    title="Every value has its type: strings, integers, booleans, lists, maps; enum-like "
+    "strings (`framework`, `smddp_collective`) exactly as written.",
+    source="SDK v2 estimators",
+    examples=('"volume_size": 100',),
+)
+NUMBER_RULE = register_rule(
+    "SPEC-NUMBER",
+    group=SPEC_FILE,
+    title="Integers, anywhere in the spec, have at most 64 bits (the API's widest).",
+    details=f"Longer integer literals (more than {MAX_INTEGER_LITERAL} characters) are not even "
+    "converted.",
+    source="botocore model (integer and long members)",
+)
 
 
 @dataclass(frozen=True)

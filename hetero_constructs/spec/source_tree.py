@@ -12,9 +12,10 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from hetero_constructs.spec._directory_memo import CLEAN_TREES, RACY_SECONDS
 
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -57,39 +58,6 @@ def _inside(directory: str, ancestors: tuple[str, ...]) -> bool:
     return any(a == directory or a.startswith(base) for a in ancestors)
 
 
-# A rule asks on every plan whether the source directory can be packaged. A tree of plain files
-# and directories (no symbolic links, whose targets can change unseen) that had no problem is
-# kept with the identity of each of its directories: adding, removing, renaming or replacing an
-# entry changes its directory's modification time, so one stat per directory shows that the
-# answer still holds. As for the listings in ``context``, a tree is kept only once none of its
-# directories has changed for RACY_SECONDS (a change within the timestamp granularity).
-RACY_SECONDS = 2.0
-_MAX_CLEAN_TREES = 64
-_CLEAN_TREES: dict[str, tuple[tuple[str, tuple[int, int, int]], ...]] = {}
-
-
-def directory_identity(info: os.stat_result) -> tuple[int, int, int]:
-    """Device, inode and modification time (ns): changed by any entry added, removed or renamed."""
-    return (info.st_dev, info.st_ino, info.st_mtime_ns)
-
-
-def settled(info: os.stat_result) -> bool:
-    """Unchanged for RACY_SECONDS: a later change cannot share its timestamp (git's racy rule)."""
-    return time.time() - info.st_mtime > RACY_SECONDS
-
-
-def _unchanged(directory: str, identity: tuple[int, int, int]) -> bool:
-    try:
-        info = os.stat(directory)  # as recorded: the root may be reached through a link
-    except OSError:
-        return False
-    return _same_directory(info, identity)
-
-
-def _same_directory(info: os.stat_result, identity: tuple[int, int, int]) -> bool:
-    return stat.S_ISDIR(info.st_mode) and directory_identity(info) == identity
-
-
 def problems(
     root: str | os.PathLike[str], root_info: os.stat_result | None = None
 ) -> tuple[SourceProblem, ...]:
@@ -99,31 +67,13 @@ def problems(
     (a rule's validation is one snapshot of the file system): the root is then not stat again.
     """
     key = os.fspath(root)
-    kept = _CLEAN_TREES.get(key)
-    if kept is not None:
-        if _still_clean(kept, root_info):
-            return ()
-        del _CLEAN_TREES[key]
+    if CLEAN_TREES.still_clean(key, root_info):
+        return ()
     directories: list[tuple[str, os.stat_result]] = []
     tree = _walk(Path(root), directories)
-    if tree.problems or not directories:  # not kept: problems, or links met (no directories)
-        return tree.problems
-    if all(settled(info) for _, info in directories):
-        if len(_CLEAN_TREES) >= _MAX_CLEAN_TREES:
-            _CLEAN_TREES.clear()
-        _CLEAN_TREES[key] = tuple((d, directory_identity(info)) for d, info in directories)
-    return ()
-
-
-def _still_clean(
-    kept: tuple[tuple[str, tuple[int, int, int]], ...], root_info: os.stat_result | None
-) -> bool:
-    """Whether no directory of a kept clean tree changed (the root's first, as walked)."""
-    if root_info is None:
-        return all(_unchanged(directory, identity) for directory, identity in kept)
-    return _same_directory(root_info, kept[0][1]) and all(
-        _unchanged(directory, identity) for directory, identity in kept[1:]
-    )
+    if not tree.problems:  # a tree with a link lists no directories: not kept
+        CLEAN_TREES.keep(key, directories)
+    return tree.problems
 
 
 def scan(root: Path) -> SourceTree:
@@ -235,9 +185,7 @@ __all__ = [
     "NotARegularFileError",
     "SourceProblem",
     "SourceTree",
-    "directory_identity",
     "problems",
     "read_regular_file",
     "scan",
-    "settled",
 ]

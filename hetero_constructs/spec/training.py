@@ -8,18 +8,26 @@ The objects only insist on field types, so that every rule can rely on them. Bad
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from hetero_constructs.spec.cluster import InstanceGroup, TrainingChannel
 from hetero_constructs.spec.distribution import DistributedTraining
-from hetero_constructs.spec.fields import (
-    FieldChecker,
-    as_tuple,
-    checked_constructor,
-    frozen_mapping,
+from hetero_constructs.spec.schema import (
+    BOOLEAN,
+    INTEGER,
+    JSON_MAP,
+    STRING,
+    STRING_LIST,
+    STRING_MAP,
+    check_fields,
+    enum_type,
+    object_type,
+    objects_type,
+    spec_field,
+    spec_object,
 )
 
 
@@ -30,8 +38,14 @@ class Framework(StrEnum):
     TENSORFLOW = "tensorflow"
 
 
-@checked_constructor
-@dataclass(frozen=True)
+METRICS_SHAPE = "metrics"  # file shape: [{"Name": ..., "Regex": ...}]
+GROUPS_SHAPE = "groups"  # file shape: [{"name": ..., "instance_type": ..., ...}]
+CHANNELS_SHAPE = "channels"  # file shape: {name: {"s3_uri": ...} or "s3://..."}
+DISTRIBUTION_SHAPE = "distribution"  # file shape: the SDK's dict (and smddp_collective)
+TAGS_SHAPE = "tags"  # file shape: a mapping, or the API's [{"Key": ..., "Value": ...}]
+
+
+@spec_object
 class TrainingMetric:
     """A metric SageMaker extracts from the training logs with a regular expression.
 
@@ -39,18 +53,19 @@ class TrainingMetric:
     apart from aws-cdk-lib's ``aws_stepfunctions_tasks.MetricDefinition``.
     """
 
-    name: str
-    regex: str
+    name: str = spec_field(STRING, file_key="Name", sdk="Name", doc="The metric's name.")
+    regex: str = spec_field(
+        STRING,
+        file_key="Regex",
+        sdk="Regex",
+        doc="A regular expression whose first group is the value, matched on each log line.",
+    )
 
     def __post_init__(self) -> None:
-        check = FieldChecker("TrainingMetric")
-        check.string("name", self.name)
-        check.string("regex", self.regex)
-        check.done()
+        check_fields(self)
 
 
-@checked_constructor
-@dataclass(frozen=True)
+@spec_object
 class TrainingSpec:
     """Everything a SageMaker PyTorch/TensorFlow estimator takes, for one training job.
 
@@ -59,113 +74,154 @@ class TrainingSpec:
     Deep Learning Container, unless ``image_uri`` names an image.
     """
 
-    entry_point: str
-    framework: Framework = Framework.PYTORCH
-    framework_version: str | None = None
-    py_version: str | None = None
-    image_uri: str | None = None
-    source_dir: str | None = None
-    instance_groups: Sequence[InstanceGroup] = ()
-    instance_type: str | None = None
-    instance_count: int | None = None
-    channels: Sequence[TrainingChannel] = ()
-    distribution: DistributedTraining | None = None
-    hyperparameters: Mapping[str, Any] = field(default_factory=dict)
-    environment: Mapping[str, str] = field(default_factory=dict)
-    output_path: str | None = None
-    role: str | None = None
-    region: str | None = None
-    job_name: str | None = None
-    base_job_name: str | None = None
-    volume_size: int = 30
-    max_run: int = 86400
-    input_mode: str = "File"
-    container_log_level: int = 20
-    metric_definitions: Sequence[TrainingMetric] = ()
+    entry_point: str = spec_field(STRING, doc="The training script, relative to source_dir.")
+    framework: Framework = spec_field(
+        enum_type(Framework),
+        default=Framework.PYTORCH,
+        file_required=True,
+        sdk=None,
+        doc="'pytorch' or 'tensorflow': which estimator (and Deep Learning Container) it is.",
+    )
+    framework_version: str | None = spec_field(
+        STRING, default=None, doc="The framework version of the Deep Learning Container."
+    )
+    py_version: str | None = spec_field(
+        STRING, default=None, doc="The Python version of the Deep Learning Container (py310)."
+    )
+    image_uri: str | None = spec_field(
+        STRING, default=None, doc="A training image of your own instead of the container."
+    )
+    source_dir: str | None = spec_field(
+        STRING,
+        default=None,
+        doc="The code: a local folder (relative to the spec file) or an s3:// tar.gz.",
+    )
+    instance_groups: Sequence[InstanceGroup] = spec_field(
+        objects_type(InstanceGroup, "InstanceGroups", shape=GROUPS_SHAPE),
+        default=(),
+        doc="The heterogeneous cluster's groups (ResourceConfig.InstanceGroups).",
+    )
+    instance_type: str | None = spec_field(
+        STRING, default=None, doc="The instance type of a homogeneous cluster."
+    )
+    instance_count: int | None = spec_field(
+        INTEGER, default=None, doc="The instance count of a homogeneous cluster."
+    )
+    channels: Sequence[TrainingChannel] = spec_field(
+        objects_type(TrainingChannel, "TrainingChannels", shape=CHANNELS_SHAPE),
+        default=(),
+        sdk="fit(inputs=...)",
+        doc="Input channels by name, each an S3 location and the groups that receive it.",
+    )
+    distribution: DistributedTraining | None = spec_field(
+        object_type(DistributedTraining, "DistributedTraining", shape=DISTRIBUTION_SHAPE),
+        default=None,
+        extra_file_keys=("smddp_collective",),
+        doc="The SDK's distribution dict: launcher, model parallelism, the group that runs it; "
+        "smddp_collective: AllReduce or AllGather.",
+    )
+    hyperparameters: Mapping[str, Any] = spec_field(
+        JSON_MAP, default_factory=dict, doc="Passed to the script (JSON-encoded by the API)."
+    )
+    environment: Mapping[str, str] = spec_field(
+        STRING_MAP, default_factory=dict, doc="Environment variables of the training container."
+    )
+    output_path: str | None = spec_field(
+        STRING, default=None, doc="Where the model artifacts go (OutputDataConfig.S3OutputPath)."
+    )
+    role: str | None = spec_field(
+        STRING, default=None, doc="The execution role's ARN (the construct makes one if unset)."
+    )
+    region: str | None = spec_field(
+        STRING, default=None, sdk=None, doc="The job's region; the stack's region when unset."
+    )
+    job_name: str | None = spec_field(
+        STRING,
+        default=None,
+        sdk="fit(job_name=...)",
+        doc="A fixed training job name (the constructs name each run's job instead).",
+    )
+    base_job_name: str | None = spec_field(
+        STRING, default=None, doc="The prefix of each job's name."
+    )
+    volume_size: int = spec_field(
+        INTEGER, default=30, doc="GB of storage per instance (ResourceConfig.VolumeSizeInGB)."
+    )
+    max_run: int = spec_field(
+        INTEGER, default=86400, doc="Seconds the job may run (MaxRuntimeInSeconds)."
+    )
+    input_mode: str = spec_field(
+        STRING, default="File", doc="How channels reach the container: File, Pipe, FastFile."
+    )
+    container_log_level: int = spec_field(
+        INTEGER, default=20, doc="The training toolkit's log level (logging's numbers)."
+    )
+    metric_definitions: Sequence[TrainingMetric] = spec_field(
+        objects_type(TrainingMetric, "MetricDefinitions", shape=METRICS_SHAPE),
+        default=(),
+        doc='Metrics from the logs: [{"Name": ..., "Regex": ...}].',
+    )
     # Options a production job needs.
-    subnets: Sequence[str] = ()
-    security_group_ids: Sequence[str] = ()
-    volume_kms_key: str | None = None
-    output_kms_key: str | None = None
-    enable_network_isolation: bool = False
-    encrypt_inter_container_traffic: bool = False
-    use_spot_instances: bool = False
-    max_wait: int | None = None
-    checkpoint_s3_uri: str | None = None
-    checkpoint_local_path: str | None = None
-    max_retry_attempts: int | None = None
-    tags: Mapping[str, str] = field(default_factory=dict)
-    #: Warning rules acknowledged for this job: rule id -> the reason (errors cannot be).
-    acknowledgments: Mapping[str, str] = field(default_factory=dict)
-    #: Reserved capacity (ResourceConfig.TrainingPlanArn).
-    training_plan_arn: str | None = None
-    #: Warm pool (ResourceConfig.KeepAlivePeriodInSeconds); homogeneous, on-demand jobs only.
-    keep_alive_period_in_seconds: int | None = None
+    subnets: Sequence[str] = spec_field(
+        STRING_LIST, default=(), doc="VPC subnet ids (with security_group_ids)."
+    )
+    security_group_ids: Sequence[str] = spec_field(
+        STRING_LIST, default=(), doc="VPC security group ids (with subnets)."
+    )
+    volume_kms_key: str | None = spec_field(
+        STRING, default=None, doc="The KMS key of the instances' storage volumes."
+    )
+    output_kms_key: str | None = spec_field(
+        STRING, default=None, doc="The KMS key of the model artifacts."
+    )
+    enable_network_isolation: bool = spec_field(
+        BOOLEAN, default=False, doc="No network access from the training container."
+    )
+    encrypt_inter_container_traffic: bool = spec_field(
+        BOOLEAN, default=False, doc="Encrypt the traffic between the training instances."
+    )
+    use_spot_instances: bool = spec_field(
+        BOOLEAN, default=False, doc="Managed spot training (needs max_wait)."
+    )
+    max_wait: int | None = spec_field(
+        INTEGER,
+        default=None,
+        doc="Seconds to wait for spot capacity and to run (MaxWaitTimeInSeconds).",
+    )
+    checkpoint_s3_uri: str | None = spec_field(
+        STRING, default=None, doc="Where checkpoints are copied to and restored from."
+    )
+    checkpoint_local_path: str | None = spec_field(
+        STRING, default=None, doc="The checkpoint folder in the container (/opt/ml/checkpoints)."
+    )
+    max_retry_attempts: int | None = spec_field(
+        INTEGER, default=None, doc="SageMaker's own retries of the job (RetryStrategy)."
+    )
+    tags: Mapping[str, str] = spec_field(
+        dataclasses.replace(STRING_MAP, file_shape=TAGS_SHAPE),
+        default_factory=dict,
+        doc='Tags of the job: a mapping, or the API\'s [{"Key": ..., "Value": ...}].',
+    )
+    acknowledgments: Mapping[str, str] = spec_field(
+        STRING_MAP,
+        default_factory=dict,
+        sdk=None,
+        doc="Warning rules acknowledged for this job: rule id -> the reason (errors cannot be).",
+    )
+    training_plan_arn: str | None = spec_field(
+        STRING,
+        default=None,
+        sdk="training_plan",
+        doc="Reserved capacity (ResourceConfig.TrainingPlanArn).",
+    )
+    keep_alive_period_in_seconds: int | None = spec_field(
+        INTEGER,
+        default=None,
+        doc="Warm pool (ResourceConfig.KeepAlivePeriodInSeconds); homogeneous, on-demand jobs.",
+    )
 
     def __post_init__(self) -> None:
-        for name in ("instance_groups", "channels", "metric_definitions", "subnets"):
-            object.__setattr__(self, name, as_tuple(getattr(self, name)))
-        object.__setattr__(self, "security_group_ids", as_tuple(self.security_group_ids))
-        for name in ("hyperparameters", "environment", "tags", "acknowledgments"):
-            object.__setattr__(self, name, frozen_mapping(getattr(self, name)))
-        self._check_types()
-
-    def _check_types(self) -> None:
-        check = FieldChecker("TrainingSpec")
-        check.string("entry_point", self.entry_point)
-        framework = check.enum_member("framework", self.framework, Framework)
-        if framework is not None:
-            object.__setattr__(self, "framework", framework)
-        for name in (
-            "framework_version",
-            "py_version",
-            "image_uri",
-            "source_dir",
-            "instance_type",
-            "output_path",
-            "role",
-            "region",
-            "job_name",
-            "base_job_name",
-            "volume_kms_key",
-            "output_kms_key",
-            "checkpoint_s3_uri",
-            "checkpoint_local_path",
-            "training_plan_arn",
-        ):
-            check.string(name, getattr(self, name), optional=True)
-        check.string("input_mode", self.input_mode)
-        for name in (
-            "instance_count",
-            "max_wait",
-            "max_retry_attempts",
-            "keep_alive_period_in_seconds",
-        ):
-            check.integer(name, getattr(self, name), optional=True)
-        for name in ("volume_size", "max_run", "container_log_level"):
-            check.integer(name, getattr(self, name))
-        for name in (
-            "enable_network_isolation",
-            "encrypt_inter_container_traffic",
-            "use_spot_instances",
-        ):
-            check.boolean(name, getattr(self, name))
-        check.tuple_of("instance_groups", self.instance_groups, InstanceGroup, "InstanceGroups")
-        check.tuple_of("channels", self.channels, TrainingChannel, "TrainingChannels")
-        check.tuple_of(
-            "metric_definitions", self.metric_definitions, TrainingMetric, "MetricDefinitions"
-        )
-        if self.distribution is not None:
-            check.one_of(
-                "distribution", self.distribution, DistributedTraining, "DistributedTraining"
-            )
-        check.string_tuple("subnets", self.subnets)
-        check.string_tuple("security_group_ids", self.security_group_ids)
-        check.json_mapping("hyperparameters", self.hyperparameters)
-        check.string_mapping("environment", self.environment)
-        check.string_mapping("tags", self.tags)
-        check.string_mapping("acknowledgments", self.acknowledgments)
-        check.done()
+        check_fields(self)
 
     # -- derived views used by rules and the request builder --------------------------------
 
@@ -177,6 +233,11 @@ class TrainingSpec:
 
 
 __all__ = [
+    "CHANNELS_SHAPE",
+    "DISTRIBUTION_SHAPE",
+    "GROUPS_SHAPE",
+    "METRICS_SHAPE",
+    "TAGS_SHAPE",
     "Framework",
     "TrainingMetric",
     "TrainingSpec",

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from hetero_constructs.spec.rule_registry import EXECUTION_INPUT, register_rule
+
 _MAX_VALUE_CHARS = 200
 # Containers deeper than this are shown as "..." (a value may be nested or even cyclic).
 _MAX_RENDER_DEPTH = 8
@@ -264,7 +266,14 @@ def _fit(text: str, limit: int) -> str:
 # compact violations, and one saying how many more there are, stays within it even when the
 # report's JSON is escaped once more inside the Lambda's error JSON.
 MAX_REPORTED_VIOLATIONS = 10
-MORE_VIOLATIONS_RULE = "MORE-VIOLATIONS"
+MORE_VIOLATIONS_RULE = register_rule(
+    "MORE-VIOLATIONS",
+    group=EXECUTION_INPUT,
+    title=f"At most {MAX_REPORTED_VIOLATIONS} violations of an execution input are listed, "
+    "then one saying how many more there are.",
+    details="So the report fits Step Functions' failure cause (32,768 characters).",
+    source="Step Functions: the error cause's size",
+)
 
 
 def bounded(

@@ -133,6 +133,34 @@ def test_fixing_the_group_brings_no_new_violation(data: dict[str, Any]) -> None:
         assert later <= first, (group.name, later - first)
 
 
+TWO_LAUNCHERS = [
+    smddp_on("ml.g5.xlarge", named=["gpu0"], pytorchddp=ON, mpi=ON),
+    smddp_on("ml.g5.xlarge", "ml.p4d.24xlarge", pytorchddp=ON, torch_distributed=ON),
+    spec_dict({"distribution": {"torch_distributed": ON, "mpi": ON, "instance_groups": ["data"]}}),
+]
+
+
+@pytest.mark.parametrize("data", TWO_LAUNCHERS)
+def test_settling_the_launcher_and_group_brings_no_new_violation(data: dict[str, Any]) -> None:
+    first = {(v.rule, v.path) for v in violations_of(data)}
+    assert ("LAU-ONE-LAUNCHER", "distribution") in {(r, p.split(".")[0]) for r, p in first}
+    distribution = data["distribution"]
+    launchers = [key for key in distribution if key != "instance_groups"]
+    # The group the spec names, or, with none named, each group it could mean.
+    groups = distribution.get("instance_groups") or [g["name"] for g in data["instance_groups"]]
+    for launcher in launchers:
+        for group in groups:
+            settled = {**data, "distribution": {launcher: ON, "instance_groups": [group]}}
+            later = {(v.rule, v.path) for v in violations_of(settled)}
+            assert later <= first, (launcher, group, later - first)
+
+
+def test_a_launcher_reading_is_named() -> None:
+    violations = violations_of(TWO_LAUNCHERS[0])
+    (unlisted,) = [v for v in violations if v.rule == UNLISTED]
+    assert unlisted.problem.startswith("With pytorchddp as the launcher: ")
+
+
 def test_a_finding_every_candidate_shares_is_reported_once_and_plainly() -> None:
     data = spec_dict(
         {"framework_version": "2.4.0"},

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
-import subprocess
-import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Match, Template
 
 from hetero_constructs import (
-    CapacityRetry,
     DistributedTraining,
     HeterogeneousTrainingJob,
     InstanceGroup,
@@ -30,7 +26,6 @@ from hetero_constructs import (
     bucket_uri,
 )
 from hetero_constructs.constructs.packaging import source_bundle, tar_gz_bytes
-from hetero_constructs.constructs.runner import lambda_package
 from tests.fixtures.construct_specs import REPO, spec, stack
 from tests.fixtures.templates import definitions, policy_statements, resources
 
@@ -340,32 +335,6 @@ def test_code_bundle_is_deterministic(tmp_path: Path) -> None:
     assert tar_gz_bytes({"": code}) != first
 
 
-def test_lambda_package_runs_without_yaml_and_carries_the_model(tmp_path: Path) -> None:
-    package = lambda_package()
-    names = {p.relative_to(package).as_posix() for p in package.rglob("*") if p.is_file()}
-    assert {"submit.py", "events.py", "hetero_constructs/_modules.xz"} <= names
-    assert any(n.startswith("botocore_data/sagemaker/") for n in names)
-    assert not any("__pycache__" in n for n in names)
-    assert not any(
-        n.startswith(("hetero_constructs/constructs", "hetero_constructs/runtime")) for n in names
-    )
-    script = (
-        "import sys; sys.modules['yaml'] = None; sys.modules['aws_cdk'] = None; "
-        "import submit, events; print('ok')"
-    )
-    copy = tmp_path / "package"
-    shutil.copytree(package, copy)  # running Python in the cached package would add __pycache__
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"PATH": "/usr/bin:/bin"},
-    )
-    assert result.stdout.strip() == "ok", result.stderr
-
-
 def test_lone_entry_point_is_shipped_at_the_root(tmp_path: Path) -> None:
     script = tmp_path / "jobs" / "train.py"
     script.parent.mkdir()
@@ -491,26 +460,6 @@ def test_spec_files_take_stack_values_and_nothing_is_silently_ignored(tmp_path: 
     # The old call style (a spec field as a keyword) is refused with the fix, never guessed.
     with pytest.raises(TypeError, match=r"spec_overrides=\{'output_path': \.\.\.\}"):
         HeterogeneousTrainingJob.from_spec_file(stack(), "Job", path, output_path="s3://b/r/")
-
-
-@pytest.mark.parametrize(
-    "case", ["literal", "environment-agnostic", "fractional-backoff", "user-token", "jsonata"]
-)
-def test_definition_text_is_the_one_aws_cdk_lib_renders(case: str) -> None:
-    """The definition is written as JSON text in Python; it must resolve as CDK's own."""
-    scope = stack(region=None if case == "environment-agnostic" else "us-west-2")
-    changes: dict[str, Any] = {}
-    if case == "user-token":  # a token that is not the task's own: CDK renders it
-        changes["output_path"] = bucket_uri(s3.Bucket(scope, "Data").bucket_name, "out/")
-    if case == "jsonata":  # a number token: the definition is JSONata
-        changes["max_run"] = cdk.Token.as_number(cdk.CfnParameter(scope, "MaxRun", type="Number"))
-    retry = CapacityRetry(backoff_rate=1.5) if case == "fractional-backoff" else CapacityRetry()
-    job = HeterogeneousTrainingJob(scope, "Job", spec=spec(**changes), capacity_retry=retry)
-    definition = job._definition()
-    text = job._definition_string()
-    assert scope.resolve(text) == scope.resolve(scope.to_json_string(definition))
-    if case in ("literal", "environment-agnostic", "fractional-backoff"):
-        assert json.loads(text) == definition  # written in Python, not by to_json_string
 
 
 # -- acknowledged warnings ---------------------------------------------------------------------

@@ -3,7 +3,6 @@ repository's core does with botocore's full model."""
 
 from __future__ import annotations
 
-import ast
 import json
 import lzma
 import re
@@ -26,7 +25,6 @@ from hetero_constructs.constructs.lambda_bundle import (
     DATA_PATH,
     LAMBDA_OPERATIONS,
     MODULE_ARCHIVE,
-    bundled_source,
     lambda_package,
     trimmed_service_model,
     zip_bytes,
@@ -114,12 +112,17 @@ def test_package_holds_the_handlers_the_core_and_the_trimmed_model(package: Path
     version, _ = trimmed_service_model()
     assert {"submit.py", "events.py"} <= names  # the entry points the functions name
     assert {"hetero_constructs/__init__.py", MODULE_ARCHIVE} <= names
+    # Nothing of the package beside the archive and what serves it (no constructs, runtime).
+    assert {n for n in names if n.startswith("hetero_constructs/")} == {
+        "hetero_constructs/__init__.py",
+        MODULE_ARCHIVE,
+    }
     assert f"{DATA_PATH}/sagemaker/{version}/service-2.json" in names
     # The core travels in one solid archive that the package's __init__ serves modules from.
     archived = set(json.loads(lzma.decompress((package / MODULE_ARCHIVE).read_bytes())))
     assert {"__init__.py", "planning.py", "checks/rules/api/__init__.py"} <= archived
     assert {"handlers/submit.py", "handlers/events.py", "handlers/token_store.py"} <= archived
-    assert "checks/docs.py" not in archived  # the catalogue generator
+    assert "spec/reference.py" not in archived  # the spec-field reference generator
     assert "spec/file/safe_yaml.py" not in archived  # spec files only; no PyYAML in the Lambda
     layers = ("spec/", "service/", "request/", "run/", "checks/", "handlers/")
     assert all(n.startswith(layers) or n in ("__init__.py", "planning.py") for n in archived)
@@ -206,6 +209,7 @@ def test_handlers_import_and_plan_the_example_from_the_staged_directory_alone(
         f"""
         import json, sys
         sys.modules["yaml"] = None  # the Lambda runtime has no PyYAML
+        sys.modules["aws_cdk"] = None  # nor the CDK: the handlers never import it
         import events, submit
         from hetero_constructs.planning import plan
         from hetero_constructs.spec.file.reader import read_spec_file
@@ -294,65 +298,6 @@ def _example_request() -> dict[str, Any]:
     request = plan(read_spec_file(EXAMPLE).spec_or_raise()).request
     assert request is not None
     return request
-
-
-SAMPLE = '''\
-"""Module doc."""
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from collections.abc import (
-        Iterator,
-    )
-
-
-class Only:
-    """A class with nothing but its doc."""
-
-
-@rule("X-1", source="seed " + "text", example=(
-    "multi"
-    "line"
-), backstop=True)  # a remark
-def check(value: int) -> int:
-    """Doc with é and
-    two lines."""
-    text = "# not a comment"  # a remark
-    return value + len(text)
-
-
-__all__ = [
-    "Only",
-    "check",
-]
-'''
-
-
-def test_bundled_source_keeps_code_and_line_numbers_and_drops_documentation() -> None:
-    bundled = bundled_source(SAMPLE)
-    assert len(bundled.splitlines()) == len(SAMPLE.splitlines())
-    tree = ast.parse(bundled)
-    assert ast.get_docstring(tree) is None
-    assert "Doc" not in bundled and "remark" not in bundled and "seed" not in bundled
-    assert '"# not a comment"' in bundled and "backstop=True" in bundled
-    assert bundled.splitlines()[23].strip() == 'text = "# not a comment"'
-    namespace: dict[str, Any] = {"rule": lambda *a, **k: lambda f: f}
-    exec(compile(bundled, "sample", "exec"), namespace)
-    assert namespace["check"](1) == 16
-    assert namespace["Only"].__doc__ is None
-    assert "__all__" not in namespace  # it documents exports; nothing star-imports in the Lambda
-
-
-def test_every_bundled_module_compiles_with_its_line_count() -> None:
-    for _, path in lambda_bundle._core_files():
-        source = path.read_text()
-        bundled = bundled_source(source)
-        compile(bundled, str(path), "exec")
-        assert len(bundled.splitlines()) == len(source.splitlines()), path
-        assert len(bundled) < len(source) or not source.strip(), path
 
 
 def test_every_sagemaker_call_of_the_handlers_is_in_the_trimmed_model(package: Path) -> None:

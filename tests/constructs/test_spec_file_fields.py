@@ -1,8 +1,6 @@
 """Every field a spec file may carry is honoured in the synthesized template or is a violation.
 
-The fields come from the code (``TrainingSpec``'s dataclass fields and the spec file's
-top-level keys), so a new field fails ``test_every_spec_file_field_is_classified`` until it has
-a case here. Each case writes the example spec file with a distinctive value for the field,
+Each case writes the example spec file with a distinctive value for the field,
 builds the job with ``HeterogeneousTrainingJob.from_spec_file``, synthesizes the app and finds
 the value in the template: in the CreateTrainingJob request the submit Lambda plans from the
 payload the state machine carries (the same ``plan`` call as ``handlers/submit.py``), in the
@@ -11,7 +9,6 @@ code asset, the state machine or the role; or the construct refuses it with a na
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import io
 import json
@@ -27,12 +24,8 @@ import pytest
 from hetero_constructs import HeterogeneousTrainingJob, SpecValidationError
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
-from hetero_constructs.spec.cluster import InstanceFallback, InstanceGroup, TrainingChannel
-from hetero_constructs.spec.distribution import DistributedTraining, Launcher, LauncherConfig
-from hetero_constructs.spec.file import distribution as file_distribution
-from hetero_constructs.spec.file import reader as spec_file
+from hetero_constructs.spec.distribution import Launcher
 from hetero_constructs.spec.file.reader import spec_from_dict
-from hetero_constructs.spec.training import TrainingMetric, TrainingSpec
 from tests.fixtures.templates import definitions, policy_statements, resources
 
 REPO = Path(__file__).parents[2]
@@ -49,15 +42,6 @@ HOMOGENEOUS = {
 }
 PYTORCH_22 = {"framework_version": "2.2.0", "py_version": "py310"}
 ACK_REASON = "p3dn.24xlarge is in the SDK's SMDDP list; validated on our cluster"
-
-
-# The reader's key sets, over the modules that read the file's mappings.
-KEY_SETS: dict[str, frozenset[str]] = {
-    name: value
-    for module in (spec_file, file_distribution)
-    for name, value in vars(module).items()
-    if name.endswith("_KEYS") and isinstance(value, frozenset)
-}
 
 
 @dataclass
@@ -441,15 +425,6 @@ CASES: dict[str, Case] = {
 }
 
 
-def test_every_spec_file_field_is_classified() -> None:
-    """A field a spec file can carry (or TrainingSpec has) needs a case: honoured or refused."""
-    spec_fields = {f.name for f in dataclasses.fields(TrainingSpec)}
-    file_keys = set(spec_file._TOP_LEVEL)
-    # Every TrainingSpec field can be written in a spec file, and nothing else can.
-    assert file_keys - {"smddp_collective"} == spec_fields
-    assert set(CASES) == file_keys | spec_fields
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_a_spec_file_field_reaches_the_template_or_is_a_violation(
     name: str, tmp_path: Path
@@ -509,26 +484,9 @@ def test_a_base_job_name_that_cannot_be_the_prefix_is_one_violation_at_its_path(
     assert [(v.rule, v.path) for v in raised.value.violations] == [(rule, "base_job_name")]
 
 
-# -- Nested keys: each key of each mapping a spec file nests, honoured or a violation ----------
-#
-# The mappings and their keys come from the reader (spec_file's ``_..._KEYS`` sets, checked
-# against the dataclasses they build), so a new nested key fails
-# ``test_every_nested_spec_file_key_is_classified`` until it has a case below.
+# -- Nested keys: keys of the mappings a spec file nests, honoured or a violation ----------
 
-# Where each of the reader's key sets applies in a spec file. A launcher's options sit under
-# the launcher's own key: ``Launcher`` values are those keys (``smdistributed.dataparallel``
-# is the path ``smdistributed: {dataparallel: ...}``).
-NESTED_MAPPINGS: dict[str, str] = {
-    "instance_groups[]": "_GROUP_KEYS",
-    "instance_groups[].fallbacks[]": "_FALLBACK_KEYS",
-    "channels.<name>": "_CHANNEL_KEYS",
-    "distribution": "_DISTRIBUTION_KEYS",
-    "distribution.smdistributed": "_SMDISTRIBUTED_KEYS",
-    "distribution.smdistributed.modelparallel": "_MODEL_PARALLEL_KEYS",
-    **{f"distribution.{kind.value}": "_LAUNCHER_KEYS" for kind in Launcher},
-    "tags[]": "_TAG_KEYS",
-    "metric_definitions[]": "_METRIC_KEYS",
-}
+
 TF_213 = {"framework": "tensorflow", "framework_version": "2.13.0", "py_version": "py310"}
 # What each launcher needs besides itself to be valid (its framework, version, cluster).
 LAUNCHER_NEEDS: dict[str, dict[str, Any]] = {
@@ -878,45 +836,6 @@ def _keys(data: Any) -> set[str]:
     if isinstance(data, list):
         return {k for item in data for k in _keys(item)}
     return set()
-
-
-def test_every_nested_spec_file_key_is_classified() -> None:
-    """A key the reader accepts inside a spec file's mappings needs a case: honoured or refused."""
-    key_sets = set(KEY_SETS)
-    # Every key set of the reader is placed in the file (a new nested mapping needs a place).
-    assert set(NESTED_MAPPINGS.values()) == key_sets
-    nested_keys = {
-        f"{where}.{key}" for where, name in NESTED_MAPPINGS.items() for key in KEY_SETS[name]
-    }
-    assert set(NESTED_CASES) == nested_keys
-
-    def names(cls: Any) -> set[str]:
-        return {f.name for f in dataclasses.fields(cls)}
-
-    # The key sets and the dataclasses the reader builds from them agree, so a new field of a
-    # dataclass is a new key here too.
-    assert names(InstanceGroup) == KEY_SETS["_GROUP_KEYS"]
-    assert names(InstanceFallback) == KEY_SETS["_FALLBACK_KEYS"]
-    # A channel's name is its key in `channels`; `s3_data` is the SDK's name for `s3_uri`.
-    assert names(TrainingChannel) - {"name"} == KEY_SETS["_CHANNEL_KEYS"] - {"s3_data"}
-    # A launcher's kind is the key its options sit under; `enabled` says whether it runs.
-    assert names(LauncherConfig) - {"kind"} == KEY_SETS["_LAUNCHER_KEYS"] - {"enabled"}
-    assert {k.value.partition(".")[0] for k in Launcher} | {"instance_groups"} == KEY_SETS[
-        "_DISTRIBUTION_KEYS"
-    ]
-    assert {k.value.partition(".")[2] for k in Launcher if "." in k.value} | {
-        "modelparallel"
-    } == KEY_SETS["_SMDISTRIBUTED_KEYS"]
-    # launchers: the launcher keys; instance_groups: distribution.instance_groups;
-    # model_parallel_parameters: ...modelparallel.parameters; smddp_collectives: the top-level
-    # smddp_collective (a case of test_a_spec_file_field_reaches_the_template_or_is_a_violation).
-    assert names(DistributedTraining) == {
-        "launchers",
-        "instance_groups",
-        "model_parallel_parameters",
-        "smddp_collectives",
-    }
-    assert names(TrainingMetric) == {key.lower() for key in KEY_SETS["_METRIC_KEYS"]}
 
 
 @pytest.mark.parametrize("name", sorted(NESTED_CASES))

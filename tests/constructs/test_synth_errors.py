@@ -131,3 +131,14 @@ def test_a_construct_validation_failing_in_synth_is_reported_without_jsii_frames
     assert "[Orphan/Train] The training task Orphan/Train is in no state machine" in text
     assert "at Kernel" not in text
     assert errors.report_text(RuntimeError("something else")) is None
+
+
+def test_a_failed_policy_validation_report_is_not_followed_by_a_traceback() -> None:
+    """cdk-nag's Validations packs print their report, then synth raises through jsii."""
+    from jsii.errors import JavaScriptError
+
+    message = "ValidationFailed: Validation failed. A copy of this report can be found in: x.json"
+    error = RuntimeError(message)
+    error.__cause__ = JavaScriptError("at Kernel._Kernel_ensureSync (program.js:1:1)")
+    assert errors.report_text(error) == message.removeprefix("ValidationFailed: ")
+    assert errors.report_text(RuntimeError(message)) is None  # not from jsii: a bug to show

@@ -11,8 +11,8 @@ import pytest
 
 from hetero_constructs.checks.registry import rule_by_id
 from hetero_constructs.planning import plan
-from hetero_constructs.request import context as context_module
 from hetero_constructs.request.context import RuleContext
+from hetero_constructs.spec._directory_memo import LISTINGS
 from hetero_constructs.spec.file.reader import load_spec_file
 from hetero_constructs.spec.source_tree import RACY_SECONDS
 
@@ -66,7 +66,7 @@ def test_answers_are_those_of_os_path(tree: Path) -> None:
 def test_a_change_to_the_directory_is_seen_by_the_next_plan(tree: Path) -> None:
     entry = str(tree / "later.py")
     assert not fresh_context().is_file(entry)
-    assert str(tree) in context_module._LISTINGS  # kept: the directory is not racy
+    assert str(tree) in LISTINGS  # kept: the directory is not racy
     (tree / "later.py").write_text("print('later')\n")
     assert fresh_context().is_file(entry)
     (tree / "later.py").unlink()
@@ -76,7 +76,7 @@ def test_a_change_to_the_directory_is_seen_by_the_next_plan(tree: Path) -> None:
 def test_a_racy_listing_is_not_kept(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text("print('train')\n")
     assert fresh_context().is_file(str(tmp_path / "train.py"))
-    assert str(tmp_path) not in context_module._LISTINGS
+    assert str(tmp_path) not in LISTINGS
 
 
 def test_a_validation_is_one_snapshot(tree: Path) -> None:

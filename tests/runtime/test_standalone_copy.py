@@ -20,7 +20,7 @@ from hetero_constructs.runtime import TrainingEnvironment
 
 WriteConfig = Callable[..., Path]
 RUNTIME_DIR = Path(runtime_package.__file__).parent
-SOURCES = sorted(RUNTIME_DIR.glob("*.py"))
+SOURCES = sorted(RUNTIME_DIR.rglob("*.py"))
 
 CHILD = """
 import json, sys

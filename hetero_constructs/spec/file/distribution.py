@@ -18,6 +18,7 @@ from hetero_constructs.spec.distribution import (
 from hetero_constructs.spec.fields import (
     TYPE_RULE,
 )
+from hetero_constructs.spec.file.rules import LAUNCHER_ENABLED_RULE
 from hetero_constructs.spec.file.walk import Reader
 from hetero_constructs.spec.violations import (
     SpecValidationError,
@@ -54,7 +55,7 @@ def _launcher(reader: Reader, path: str, kind: Launcher, raw: Any) -> LauncherCo
     enabled = options.get("enabled")
     if not isinstance(enabled, bool):
         reader.problem(
-            "SPEC-LAUNCHER-ENABLED",
+            LAUNCHER_ENABLED_RULE,
             f"{path}.enabled",
             "The launcher does not say whether it is enabled; the SDK would treat it as disabled.",
             enabled,
@@ -125,7 +126,7 @@ def _model_parallel(reader: Reader, value: Any) -> Mapping[str, Any] | None:
     enabled = options.get("enabled")
     if not isinstance(enabled, bool):
         reader.problem(
-            "SPEC-LAUNCHER-ENABLED",
+            LAUNCHER_ENABLED_RULE,
             f"{path}.enabled",
             "Model parallelism does not say whether it is enabled.",
             enabled,
@@ -146,7 +147,7 @@ def _disabled_options(
     for key in options:
         if key in keys - {"enabled"}:  # an unknown key is reported as one already
             reader.problem(
-                "SPEC-LAUNCHER-ENABLED",
+                LAUNCHER_ENABLED_RULE,
                 f"{path}.{key}",
                 f"The {what} is disabled (enabled: false), so this option would be ignored.",
                 options[key],

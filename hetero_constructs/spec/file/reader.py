@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,76 +28,33 @@ from hetero_constructs.spec.file.distribution import read_distribution
 from hetero_constructs.spec.file.rules import DUPLICATE_KEY_RULE, MAX_SPEC_FILE_BYTES
 from hetero_constructs.spec.file.text import file_violation, parse_text, structure_violations
 from hetero_constructs.spec.file.walk import Reader
-from hetero_constructs.spec.training import Framework, TrainingMetric, TrainingSpec
-from hetero_constructs.spec.violations import (
-    SpecValidationError,
-    Violation,
-    did_you_mean,
+from hetero_constructs.spec.schema import (
+    MAPPING,
+    STRINGS,
+    VALUE,
+    SpecField,
+    file_keys,
+    schema_of,
 )
+from hetero_constructs.spec.training import (
+    CHANNELS_SHAPE,
+    DISTRIBUTION_SHAPE,
+    GROUPS_SHAPE,
+    METRICS_SHAPE,
+    TAGS_SHAPE,
+    TrainingMetric,
+    TrainingSpec,
+)
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 
-SCALARS = (
-    "framework_version",
-    "py_version",
-    "image_uri",
-    "entry_point",
-    "source_dir",
-    "role",
-    "region",
-    "output_path",
-    "job_name",
-    "base_job_name",
-    "instance_type",
-    "instance_count",
-    "volume_size",
-    "max_run",
-    "input_mode",
-    "container_log_level",
-    "volume_kms_key",
-    "output_kms_key",
-    "enable_network_isolation",
-    "encrypt_inter_container_traffic",
-    "use_spot_instances",
-    "max_wait",
-    "checkpoint_s3_uri",
-    "checkpoint_local_path",
-    "max_retry_attempts",
-    "training_plan_arn",
-    "keep_alive_period_in_seconds",
-)
-_TOP_LEVEL = frozenset(
-    (
-        *SCALARS,
-        "framework",
-        "instance_groups",
-        "channels",
-        "distribution",
-        "smddp_collective",
-        "hyperparameters",
-        "environment",
-        "subnets",
-        "security_group_ids",
-        "tags",
-        "acknowledgments",
-        "metric_definitions",
-    )
-)
-_GROUP_KEYS = frozenset({"name", "instance_type", "instance_count", "fallbacks"})
-_FALLBACK_KEYS = frozenset({"instance_type", "instance_count"})
-_CHANNEL_KEYS = frozenset(
-    {
-        "s3_uri",
-        "s3_data",
-        "s3_data_type",
-        "distribution",
-        "input_mode",
-        "instance_groups",
-        "content_type",
-        "compression",
-        "record_wrapping",
-    }
-)
-_TAG_KEYS = frozenset({"Key", "Value"})
-_METRIC_KEYS = frozenset({"Name", "Regex"})
+# The keys of each mapping of a spec file, from the schema (``spec.schema``).
+_SPEC_FIELDS = schema_of(TrainingSpec)
+_TOP_LEVEL = file_keys(TrainingSpec)
+_GROUP_KEYS = file_keys(InstanceGroup)
+_FALLBACK_KEYS = file_keys(InstanceFallback)
+_CHANNEL_KEYS = file_keys(TrainingChannel)
+_METRIC_KEYS = file_keys(TrainingMetric)
+_TAG_KEYS = frozenset({"Key", "Value"})  # the API's Tag
 
 
 @dataclass(frozen=True)
@@ -130,40 +87,25 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
     reader = Reader()
     reader.violations.extend(structure)
     top = reader.mapping("", data, _TOP_LEVEL)
-    fields: dict[str, Any] = {name: top[name] for name in SCALARS if name in top}
-    for required in ("entry_point", "framework"):
-        if required not in top and isinstance(data, Mapping):
-            reader.problem(
-                REQUIRED_RULE,
-                required,
-                f"'{required}' is required.",
-                None,
-                _REQUIRED_HELP[required],
-                f"add '{required}'",
-            )
-    if "framework" in top:
-        framework = _framework(reader, top["framework"])
-        if framework is not None:
-            fields["framework"] = framework
+    if isinstance(data, Mapping):
+        for declared in _SPEC_FIELDS:
+            if declared.required_in_file and declared.file_key not in top:
+                reader.problem(
+                    REQUIRED_RULE,
+                    declared.name,
+                    f"'{declared.key}' is required.",
+                    None,
+                    declared.doc,
+                    f"add '{declared.key}'",
+                )
+    fields: dict[str, Any] = {}
+    for declared in _SPEC_FIELDS:
+        keys = (declared.file_key, *declared.extra_file_keys)
+        if any(key in top for key in keys):
+            fields[declared.name] = _READERS[declared.type.file_shape](reader, declared, top)
     source_dir = fields.get("source_dir")
     if isinstance(source_dir, str) and base_dir is not None and not source_dir.startswith("s3://"):
         fields["source_dir"] = os.path.normpath(os.path.join(base_dir, source_dir))
-    fields["instance_groups"] = _groups(reader, top.get("instance_groups", []))
-    fields["channels"] = _channels(reader, top.get("channels", {}))
-    if "distribution" in top or "smddp_collective" in top:
-        fields["distribution"] = read_distribution(
-            reader, top.get("distribution", {}), top.get("smddp_collective")
-        )
-    for name in ("hyperparameters", "environment", "acknowledgments"):
-        if name in top:
-            fields[name] = reader.mapping(name, top[name], None)
-    for name in ("subnets", "security_group_ids"):
-        if name in top:
-            fields[name] = as_tuple(top[name]) if isinstance(top[name], list) else top[name]
-    if "tags" in top:
-        fields["tags"] = _tags(reader, top["tags"])
-    if "metric_definitions" in top:
-        fields["metric_definitions"] = _metrics(reader, top["metric_definitions"])
     # Built even when parts failed (they are left out), so its own field types are reported
     # too; such a partial spec is never returned.
     blocked = any(v.rule != UNKNOWN_KEY_RULE for v in reader.violations)
@@ -176,45 +118,23 @@ def spec_from_dict(data: Any, *, base_dir: str | os.PathLike[str] | None = None)
     return read_spec(data, base_dir=base_dir).spec_or_raise()
 
 
-_REQUIRED_HELP = {
-    "entry_point": "the training script, relative to source_dir",
-    "framework": "'pytorch' or 'tensorflow'",
-}
-
-
-def _framework(reader: Reader, value: Any) -> Framework | None:
-    if isinstance(value, str) and value in set(Framework):
-        return Framework(value)
-    names = [f.value for f in Framework]
-    meant = did_you_mean(value, names) if isinstance(value, str) else None
-    reader.problem(
-        TYPE_RULE,
-        "framework",
-        "Unknown framework.",
-        value,
-        "'pytorch' or 'tensorflow'",
-        f"did you mean '{meant}'?" if meant else "set framework to pytorch or tensorflow",
-    )
-    return None
-
-
-def _groups(reader: Reader, value: Any) -> tuple[InstanceGroup, ...]:
+def _groups(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
     groups = []
-    for index, raw in enumerate(reader.sequence("instance_groups", value)):
-        path = f"instance_groups[{index}]"
+    for index, raw in enumerate(reader.sequence(declared.name, top[declared.key])):
+        path = f"{declared.name}[{index}]"
         item = reader.mapping(path, raw, _GROUP_KEYS)
-        missing = [k for k in ("name", "instance_type") if k not in item]
+        missing = _missing(InstanceGroup, item)
         for key in missing:
             reader.problem(
                 REQUIRED_RULE,
                 f"{path}.{key}",
                 f"An instance group needs '{key}'.",
                 None,
-                "name, instance_type, instance_count",
+                _listed(InstanceGroup),
                 f"add '{key}'",
             )
         if isinstance(raw, Mapping) and not missing:
-            known = {key: value for key, value in item.items() if key in _GROUP_KEYS}
+            known = _given(InstanceGroup, item)
             if "fallbacks" in known:
                 known["fallbacks"] = _fallbacks(
                     reader, f"{path}.fallbacks", known["fallbacks"], known.get("instance_count", 1)
@@ -223,6 +143,28 @@ def _groups(reader: Reader, value: Any) -> tuple[InstanceGroup, ...]:
             if group is not None:
                 groups.append(group)
     return tuple(groups)
+
+
+def _given(cls: type, item: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``cls`` a file mapping gives, by field name."""
+    return {
+        d.name: item[d.file_key]
+        for d in schema_of(cls)
+        if d.file_key is not None and d.file_key in item
+    }
+
+
+def _missing(cls: type, item: Mapping[str, Any]) -> list[str]:
+    """The keys a file mapping for ``cls`` needs and lacks."""
+    return [
+        d.file_key
+        for d in schema_of(cls)
+        if d.required_in_file and d.file_key is not None and d.file_key not in item
+    ]
+
+
+def _listed(cls: type) -> str:
+    return ", ".join(d.file_key for d in schema_of(cls) if d.file_key is not None)
 
 
 def _fallbacks(
@@ -237,17 +179,19 @@ def _fallbacks(
     for index, raw in enumerate(reader.sequence(path, value)):
         item_path = f"{path}[{index}]"
         item = reader.mapping(item_path, raw, _FALLBACK_KEYS)
-        if "instance_type" not in item:
+        missing = _missing(InstanceFallback, item)
+        for key in missing:
             reader.problem(
                 REQUIRED_RULE,
-                f"{item_path}.instance_type",
-                "A fallback needs 'instance_type'.",
+                f"{item_path}.{key}",
+                f"A fallback needs '{key}'.",
                 None,
-                "instance_type, instance_count",
-                "add 'instance_type'",
+                _listed(InstanceFallback),
+                f"add '{key}'",
             )
+        if missing:
             continue
-        known = {key: value for key, value in item.items() if key in _FALLBACK_KEYS}
+        known = _given(InstanceFallback, item)
         if "instance_count" not in known and is_integer(group_count):
             # A group count of the wrong type is reported at the group alone.
             known["instance_count"] = group_count
@@ -257,10 +201,10 @@ def _fallbacks(
     return tuple(fallbacks)
 
 
-def _channels(reader: Reader, value: Any) -> tuple[TrainingChannel, ...]:
+def _channels(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
     channels = []
-    for name, raw in reader.mapping("channels", value, None).items():
-        path = f"channels.{name}"
+    for name, raw in reader.mapping(declared.name, top[declared.key], None).items():
+        path = f"{declared.name}.{name}"
         if isinstance(raw, str):  # the SDK accepts a bare S3 URI as a channel
             raw = {"s3_uri": raw}
         item = {
@@ -295,13 +239,14 @@ def _channels(reader: Reader, value: Any) -> tuple[TrainingChannel, ...]:
     return tuple(channels)
 
 
-def _tags(reader: Reader, value: Any) -> Any:
+def _tags(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
+    value = top[declared.key]
     if not isinstance(value, list):
-        return reader.mapping("tags", value, None)
+        return reader.mapping(declared.name, value, None)
     # The SDK's form: [{"Key": ..., "Value": ...}], both strings (the API's Tag).
     tags: dict[str, str] = {}
     for index, raw in enumerate(value):
-        path = f"tags[{index}]"
+        path = f"{declared.name}[{index}]"
         item = reader.mapping(path, raw, _TAG_KEYS)
         if not isinstance(raw, Mapping):
             continue
@@ -343,15 +288,46 @@ def _tags(reader: Reader, value: Any) -> Any:
     return tags
 
 
-def _metrics(reader: Reader, value: Any) -> tuple[TrainingMetric, ...]:
+def _metrics(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
     metrics = []
-    for index, raw in enumerate(reader.sequence("metric_definitions", value)):
-        path = f"metric_definitions[{index}]"
+    for index, raw in enumerate(reader.sequence(declared.name, top[declared.key])):
+        path = f"{declared.name}[{index}]"
         item = reader.mapping(path, raw, _METRIC_KEYS)
-        metric = reader.build(path, TrainingMetric, name=item.get("Name"), regex=item.get("Regex"))
+        given = {d.name: item.get(d.file_key) for d in schema_of(TrainingMetric) if d.file_key}
+        metric = reader.build(path, TrainingMetric, **given)
         if metric is not None:
             metrics.append(metric)
     return tuple(metrics)
+
+
+def _value(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
+    return top[declared.key]  # checked when the spec is built
+
+
+def _strings(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
+    value = top[declared.key]
+    return as_tuple(value) if isinstance(value, list) else value
+
+
+def _mapping(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
+    return reader.mapping(declared.name, top[declared.key], None)
+
+
+def _distribution(reader: Reader, declared: SpecField, top: Mapping[str, Any]) -> Any:
+    return read_distribution(reader, top.get("distribution", {}), top.get("smddp_collective"))
+
+
+# Each file shape of the schema's fields (``FieldType.file_shape``) and its reader.
+_READERS: dict[str, Callable[[Reader, SpecField, Mapping[str, Any]], Any]] = {
+    VALUE: _value,
+    STRINGS: _strings,
+    MAPPING: _mapping,
+    GROUPS_SHAPE: _groups,
+    CHANNELS_SHAPE: _channels,
+    DISTRIBUTION_SHAPE: _distribution,
+    TAGS_SHAPE: _tags,
+    METRICS_SHAPE: _metrics,
+}
 
 
 # -- Reading files: every limit is enforced while reading, before anything is expanded -------
@@ -395,7 +371,6 @@ def load_spec_file(path: str | os.PathLike[str]) -> TrainingSpec:
 
 
 __all__ = [
-    "SCALARS",
     "SpecReading",
     "load_spec_file",
     "read_spec",

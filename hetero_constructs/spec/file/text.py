@@ -19,7 +19,7 @@ from hetero_constructs.spec.fields import (
     KeyedTwice,
     OversizedInteger,
 )
-from hetero_constructs.spec.file.rules import DUPLICATE_KEY_RULE, MAX_SPEC_FILE_BYTES
+from hetero_constructs.spec.file.rules import DUPLICATE_KEY_RULE, FILE_RULE, MAX_SPEC_FILE_BYTES
 from hetero_constructs.spec.violations import (
     SpecValidationError,
     Violation,
@@ -28,7 +28,7 @@ from hetero_constructs.spec.violations import (
 
 
 def file_violation(
-    problem: str, value: Any, allowed: str, fix: str, *, rule: str = "SPEC-FILE"
+    problem: str, value: Any, allowed: str, fix: str, *, rule: str = FILE_RULE
 ) -> SpecValidationError:
     return SpecValidationError([Violation(rule, "", problem, value, allowed, fix)])
 
@@ -110,7 +110,7 @@ def _parse_json(text: str, where: str) -> Any:
         return json.loads(text, parse_int=_json_integer, object_pairs_hook=_json_object)
     except json.JSONDecodeError as error:
         raise _located(
-            "SPEC-FILE",
+            FILE_RULE,
             where,
             text,
             error.lineno,
@@ -153,7 +153,7 @@ def _parse_yaml(text: str, where: str) -> Any:
                 f"at most {MAX_NESTING_DEPTH} levels of lists and maps",
             ) from None
         raise _located(
-            "SPEC-FILE",
+            FILE_RULE,
             where,
             text,
             mark.line + 1,
@@ -166,7 +166,7 @@ def _parse_yaml(text: str, where: str) -> Any:
         if isinstance(position, int):
             line, column = _position(text, position)
             raise _located(
-                "SPEC-FILE", where, text, line, column, f"not valid YAML: {error}.", "YAML"
+                FILE_RULE, where, text, line, column, f"not valid YAML: {error}.", "YAML"
             ) from None
         raise file_violation(
             f"{where}: not valid YAML: {error}.", None, "YAML", "fix the file"

@@ -1,0 +1,142 @@
+"""The data plane's batch format: what crosses the wire, and what a hostile description gets."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import hetero_constructs.runtime as runtime_package
+from hetero_constructs.runtime.data import DataPlaneError, ProtocolError
+from hetero_constructs.runtime.data.arrays import PayloadBuffer, describe
+from tests.fixtures.data_plane import free_port
+
+
+def round_trip(batch: Any, array_type: str = "auto") -> Any:
+    meta, pieces, size, _ = describe(batch)
+    buffer = PayloadBuffer(size, array_type)
+    buffer.view[:] = b"".join(bytes(piece) for piece in pieces)
+    return buffer.build(json.loads(json.dumps(meta)), size)
+
+
+def test_arrays_keep_dtype_shape_and_values_and_big_endian_is_made_little() -> None:
+    batch = {
+        "a": np.arange(6, dtype=">i4").reshape(2, 3),
+        "b": np.arange(5, dtype=np.float64)[::2],  # not contiguous
+        "c": np.zeros((0, 3), np.uint8),
+        "d": [1, "two", None],
+    }
+    out = round_trip(batch)
+    assert out["a"].dtype == np.int32 and out["a"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert out["b"].tolist() == [0.0, 2.0, 4.0]
+    assert out["c"].shape == (0, 3)
+    assert out["d"] == [1, "two", None]
+    meta, _, size, samples = describe(batch)
+    offsets = [item[4] for item in meta["items"] if item[1] == "a"]
+    assert all(offset % 64 == 0 for offset in offsets) and samples == 2 and size >= 24
+
+
+def test_without_numpy_arrays_arrive_as_shaped_memoryviews() -> None:
+    out = round_trip((np.arange(6, dtype=np.int16).reshape(2, 3), b"raw"), "memoryview")
+    assert isinstance(out[0], memoryview) and out[0].shape == (2, 3) and out[0].format == "h"
+    assert out[0].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert bytes(out[1]) == b"raw"
+
+
+@pytest.mark.parametrize(
+    "batch",
+    [
+        {1: np.zeros(1)},
+        {"x": np.array([object()])},
+        "just a string",
+    ],
+)
+def test_what_cannot_travel_is_refused_on_the_data_host(batch: Any) -> None:
+    with pytest.raises(DataPlaneError):
+        describe(batch)
+
+
+def array_item(dtype: Any = "float32", shape: Any = (2,), offset: Any = 0, nbytes: Any = 8) -> Any:
+    return [0, "a", dtype, list(shape) if isinstance(shape, tuple) else shape, offset, nbytes, "x"]
+
+
+@pytest.mark.parametrize(
+    ("items", "match"),
+    [
+        ([array_item(dtype="object")], "unknown dtype"),
+        ([array_item(shape=(-1,))], "malformed shape"),
+        ([array_item(shape="2")], "malformed shape"),
+        ([array_item(shape=[1] * 40)], "malformed shape"),
+        ([array_item(nbytes=4)], "does not hold"),
+        ([array_item(offset=3)], "outside the payload"),
+        ([array_item(offset=64)], "outside the payload"),
+        ([array_item(), array_item()], "outside the payload"),  # overlapping
+        ([["k", "z"]], "malformed batch item"),
+        ("items", "malformed batch description"),
+    ],
+)
+def test_a_hostile_batch_description_is_a_protocol_error(items: Any, match: str) -> None:
+    buffer = PayloadBuffer(16, "numpy")
+    with pytest.raises(ProtocolError, match=match):
+        buffer.build({"layout": "tuple", "items": items}, 16)
+
+
+CHILD = """
+import array, json, sys, threading
+sys.path.insert(0, sys.argv[1])
+from hetero_runtime import data
+secret, port = "s" * 32, int(sys.argv[2])
+addresses = {"cpu-1": "127.0.0.1:%d" % port}
+
+def make_batches(shard):
+    for start in range(shard.index, 10, shard.count):
+        yield {"x": array.array("f", [start, start + 0.5]), "raw": b"abc", "id": start}
+
+server = threading.Thread(target=data.serve, args=(make_batches,), kwargs=dict(
+    workers=2, host="cpu-1", addresses=addresses, secret=secret, idle_timeout=30))
+remote = data.RemoteBatches(["cpu-1"], addresses=addresses, secret=secret, epochs=1)
+server.start()
+batches = list(remote)
+server.join(30)
+print(json.dumps({
+    "ids": sorted(b["id"] for b in batches),
+    "x": [b["x"].tolist() for b in batches if b["id"] == 3],
+    "types": sorted({type(b["x"]).__name__ for b in batches}),
+    "server_alive": server.is_alive(),
+    "third_party": sorted(m for m in ("numpy", "torch") if m in sys.modules),
+}))
+"""
+
+
+def test_the_copied_helper_streams_batches_with_the_standard_library_only(
+    tmp_path: Path,
+) -> None:
+    code_dir = tmp_path / "code"
+    shutil.copytree(
+        Path(runtime_package.__file__).parent,
+        code_dir / "hetero_runtime",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", CHILD, str(code_dir), str(free_port())],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    output = json.loads(result.stdout)
+    assert output == {
+        "ids": list(range(10)),
+        "x": [[3.0, 3.5]],
+        "types": ["memoryview"],
+        "server_alive": False,
+        "third_party": [],
+    }
