@@ -1,8 +1,9 @@
 """hetero-constructs: SageMaker heterogeneous-cluster training as AWS CDK constructs.
 
 The names users write: the constructs, the spec's value objects, ``load_spec_file`` (the spec
-reader), ``plan`` (``validate`` for the violations alone), the errors, the snapshot-test helper
-and the training-script helper. Everything else is reached through its module.
+reader), ``plan`` (``validate`` for the violations alone), the errors, the snapshot-test helper,
+the training-script helper, and ``TrainingRun`` (runs from Python). Everything else is reached
+through its module.
 
 Every public name is imported on first use (PEP 562) from the module that defines it: the CDK
 constructs (aws_cdk takes about a second to import) only when they are used, and importing one
@@ -53,6 +54,10 @@ _LAZY: dict[str, str] = {
     "TrainingRunner": "hetero_constructs.constructs.runner",
     "bucket_uri": "hetero_constructs.constructs.permissions",
     "normalized_template": "hetero_constructs.constructs.testing",
+    # Training runs from Python (the API the hetero-train commands are built on).
+    **dict.fromkeys(
+        ("TrainingRun", "RunStatus", "RunInputError"), "hetero_constructs.runs.training_run"
+    ),
 }
 
 if TYPE_CHECKING:
@@ -82,6 +87,9 @@ if TYPE_CHECKING:
     from hetero_constructs.planning import plan as plan
     from hetero_constructs.planning import validate as validate
     from hetero_constructs.run.lifecycle import Errors as TrainingErrors  # noqa: F401 (__all__)
+    from hetero_constructs.runs.training_run import RunInputError as RunInputError
+    from hetero_constructs.runs.training_run import RunStatus as RunStatus
+    from hetero_constructs.runs.training_run import TrainingRun as TrainingRun
     from hetero_constructs.runtime import HostRole as HostRole
     from hetero_constructs.runtime import TrainingEnvironment as TrainingEnvironment
     from hetero_constructs.runtime import TrainingEnvironmentError as TrainingEnvironmentError

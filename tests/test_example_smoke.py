@@ -1,13 +1,14 @@
-"""Local smoke test of ``examples/hetero_training``: both roles as processes on localhost.
+"""Local runs of ``examples/hetero_training``: both roles as processes on localhost.
 
 The simulated job has two instance groups, as a SageMaker request from the construct library
 would describe it: ``data`` (2 CPU hosts) and ``gpu`` (2 hosts, CPU-only torch here). Each host
 gets its own base directory with ``input/config/resourceconfig.json`` and
 ``hyperparameters.json``. The code directory holds ``train.py`` and the runtime helper copied
-as ``hetero_runtime``, as a packaged ``source_dir`` would. Data hosts run ``python train.py``;
-each trainer host runs ``torchrun`` with the node rank and master the runtime helper derives,
-as the PyTorch toolkit does. The test then checks that training consumed exactly the shards,
-checksums and sample count the data hosts produced.
+as ``hetero_runtime``, as a packaged ``source_dir`` would. Data hosts run ``python train.py``
+(``serve``); each trainer host runs ``torchrun`` with the node rank and master the runtime
+helper derives, as the PyTorch toolkit does (``RemoteBatches``). The tests check that every
+row reached exactly one rank per epoch and that the data hosts exit when the trainers finish,
+crash (after ``idle_timeout``) or lose a data host (the trainers fail naming it).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ from hetero_constructs.runtime import Role, TrainingEnvironment
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "hetero_training"
-TIMEOUT = 50.0  # seconds for the whole job
+TIMEOUT = 150.0  # seconds for the whole job (torchrun starts slowly on a loaded machine)
+SECRET = "smoke-test-secret-" + "9" * 32
+IDLE = 4.0
 
 GROUPS = [
     {"instance_group_name": "data", "instance_type": "ml.c5.xlarge", "hosts": ["algo-3", "algo-1"]},
@@ -75,7 +78,7 @@ def host_config(host: str) -> dict[str, Any]:
     }
 
 
-def hyperparameters(data_ports: dict[str, int]) -> dict[str, str]:
+def hyperparameters(data_ports: dict[str, int], epochs: int) -> dict[str, str]:
     """hyperparameters.json as the SageMaker request carries it (JSON-encoded values)."""
     values: dict[str, Any] = {
         "sagemaker_program": "train.py",
@@ -86,62 +89,77 @@ def hyperparameters(data_ports: dict[str, int]) -> dict[str, str]:
         "sagemaker_torch_distributed_enabled": True,
         "sagemaker_instance_type": "ml.g5.xlarge",
         "sagemaker_distribution_instance_groups": ["gpu"],
-        "epochs": EPOCHS,
+        "epochs": epochs,
         "batch_size": 16,
         "lr": 0.5,
-        # 150 rows per data host -> shards of 48, 48, 48, 6 rows: the two ranks get 192 and 108
-        # samples, so DDP runs with uneven inputs (12 vs 7 batches per epoch).
-        "shard_size": 48,
+        "data_workers": 2,
+        "idle_timeout": IDLE,
+        "connect_timeout": TIMEOUT,
         "data_host_map": {host: f"127.0.0.1:{port}" for host, port in data_ports.items()},
-        "data_bind_address": "127.0.0.1",
-        "serve_timeout": TIMEOUT + 10,
-        "data_wait_timeout": TIMEOUT,
     }
     return {key: json.dumps(value) for key, value in values.items()}
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (torchrun starts its workers in sessions of their own)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            children = [int(child) for child in handle.read().split()]
+    except OSError:
+        return []
+    return [grand for child in children for grand in [child, *descendants(child)]]
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
-    """Kill the process group this test started for ``process`` (torchrun has children)."""
+    """Kill ``process`` and every process below it, as a host that crashes would lose them."""
     if process.poll() is None:
-        with contextlib.suppress(ProcessLookupError):  # already gone
+        for pid in [*descendants(process.pid), process.pid]:
+            with contextlib.suppress(ProcessLookupError):  # already gone
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
 
 
-def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="the example trains with PyTorch; torch is not installed")
-    import torch
-    import torch.distributed
+class Job:
+    """The simulated job's hosts as process groups, with their logs and exit times."""
 
-    if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
-        pytest.skip("this torch build has no torch.distributed gloo backend")
+    def __init__(self, tmp_path: Path, epochs: int) -> None:
+        pytest.importorskip("torch", reason="the example trains with PyTorch")
+        import torch.distributed
 
-    code_dir = tmp_path / "code"
-    code_dir.mkdir()
-    shutil.copy(EXAMPLE / "train.py", code_dir / "train.py")
-    shutil.copytree(
-        Path(runtime_package.__file__).parent,
-        code_dir / "hetero_runtime",
-        ignore=shutil.ignore_patterns("__pycache__"),
-    )
+        if not (torch.distributed.is_available() and torch.distributed.is_gloo_available()):
+            pytest.skip("this torch build has no torch.distributed gloo backend")
+        self.tmp_path = tmp_path
+        self.code_dir = tmp_path / "code"
+        self.code_dir.mkdir()
+        shutil.copy(EXAMPLE / "train.py", self.code_dir / "train.py")
+        shutil.copytree(
+            Path(runtime_package.__file__).parent,
+            self.code_dir / "hetero_runtime",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        self.data_hosts: list[str] = GROUPS[0]["hosts"]
+        self.trainer_hosts: list[str] = GROUPS[1]["hosts"]
+        self.data_ports = {host: free_port() for host in self.data_hosts}
+        self.raw_hyperparameters = json.dumps(hyperparameters(self.data_ports, epochs))
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path] = {}
+        self.envs: dict[str, TrainingEnvironment] = {}
+        self.ended: dict[str, float] = {}
 
-    data_hosts = GROUPS[0]["hosts"]
-    data_ports = {host: free_port() for host in data_hosts}
-    master_port = free_port()
-    raw_hyperparameters = json.dumps(hyperparameters(data_ports))
-
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    logs: dict[str, Path] = {}
-    envs: dict[str, TrainingEnvironment] = {}
-    try:
+    def start(self) -> None:
+        master_port = free_port()
         for host in sorted(h for g in GROUPS for h in g["hosts"]):
-            base = tmp_path / "hosts" / host
+            base = self.tmp_path / "hosts" / host
             (base / "input" / "config").mkdir(parents=True)
             (base / "input" / "config" / "resourceconfig.json").write_text(
                 json.dumps(host_config(host))
             )
-            (base / "input" / "config" / "hyperparameters.json").write_text(raw_hyperparameters)
-            env = envs[host] = TrainingEnvironment(base_dir=base)
+            (base / "input" / "config" / "hyperparameters.json").write_text(
+                self.raw_hyperparameters
+            )
+            env = self.envs[host] = TrainingEnvironment(base_dir=base)
             process_env = {
                 **os.environ,
                 "SAGEMAKER_BASE_DIR": str(base),
@@ -149,11 +167,12 @@ def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
                 "SM_OUTPUT_DATA_DIR": str(base / "output" / "data"),
                 "OMP_NUM_THREADS": "1",
                 "PYTHONUNBUFFERED": "1",
+                "HETERO_DATA_SECRET": SECRET,  # the submit Lambda sets one per job
             }
             process_env.pop("PYTHONPATH", None)
             if env.role is Role.DATA:
                 write_dataset(base / "input" / "data" / "train")
-                if host == data_hosts[0]:  # the other one finds the channel under the base dir
+                if host == self.data_hosts[0]:  # the other finds the channel under the base dir
                     process_env["SM_CHANNEL_TRAIN"] = str(base / "input" / "data" / "train")
                 command = [sys.executable, "train.py"]
             else:
@@ -169,61 +188,125 @@ def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
                     f"--master_port={master_port}",
                     "train.py",
                 ]
-            logs[host] = tmp_path / f"{host}.log"
-            with logs[host].open("wb") as log_file:
-                processes[host] = subprocess.Popen(
+            self.logs[host] = self.tmp_path / f"{host}.log"
+            with self.logs[host].open("wb") as log_file:
+                self.processes[host] = subprocess.Popen(
                     command,
-                    cwd=code_dir,
+                    cwd=self.code_dir,
                     env=process_env,
                     stdout=log_file,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,  # its own process group, killed as a whole
                 )
 
-        deadline = time.monotonic() + TIMEOUT
+    def poll(self) -> dict[str, int | None]:
+        codes = {host: process.poll() for host, process in self.processes.items()}
+        for host, code in codes.items():
+            if code is not None:
+                self.ended.setdefault(host, time.monotonic())
+        return codes
+
+    def wait(self, hosts: list[str], timeout: float = TIMEOUT) -> dict[str, int | None]:
+        """Exit codes once ``hosts`` have all exited, or one failed (or the timeout passed)."""
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            codes = {host: process.poll() for host, process in processes.items()}
-            if any(code not in (None, 0) for code in codes.values()):
+            codes = self.poll()
+            if all(codes[host] is not None for host in hosts):
                 break
-            if all(code == 0 for code in codes.values()):
+            if any(codes[host] not in (None, 0) for host in hosts):
+                time.sleep(1)  # let the others end too, for the report
                 break
-            time.sleep(0.2)
-        codes = {host: process.poll() for host, process in processes.items()}
-    finally:
-        for process in processes.values():
+            time.sleep(0.1)
+        return self.poll()
+
+    def wait_for_log(self, host: str, text: str, timeout: float = TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.logs[host].read_text():
+            assert time.monotonic() < deadline, f"{host} never logged {text!r}\n{self.report()}"
+            assert self.processes[host].poll() is None, f"{host} ended\n{self.report()}"
+            time.sleep(0.1)
+
+    def kill(self, host: str) -> float:
+        stop(self.processes[host])
+        return time.monotonic()
+
+    def stop(self) -> None:
+        for process in self.processes.values():
             stop(process)
 
-    def report() -> str:
+    def report(self) -> str:
         return "\n".join(
-            f"--- {host} ---\n{path.read_text()[-3000:]}" for host, path in logs.items()
+            f"--- {host} ---\n{path.read_text()[-3000:]}" for host, path in self.logs.items()
         )
 
-    assert all(code == 0 for code in codes.values()), f"exit codes {codes}\n{report()}"
+
+def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
+    job = Job(tmp_path, epochs=EPOCHS)
+    try:
+        job.start()
+        codes = job.wait(list(job.processes))
+    finally:
+        job.stop()
+    assert all(code == 0 for code in codes.values()), f"exit codes {codes}\n{job.report()}"
 
     # Every host ran with the bundled copy of the runtime helper.
-    for host in processes:
-        assert "runtime helper hetero_runtime;" in logs[host].read_text(), report()
+    for host in job.processes:
+        assert "runtime helper hetero_runtime;" in job.logs[host].read_text(), job.report()
+    # The data hosts ended when the trainers did (2 s on an idle machine; slack for load).
+    trainers_done = max(job.ended[host] for host in job.trainer_hosts)
+    assert all(job.ended[host] - trainers_done < 5 for host in job.data_hosts), job.ended
 
-    produced = []
-    for host in data_hosts:
-        manifest = json.loads(
-            (tmp_path / "hosts" / host / "output" / "data" / f"produced-{host}.json").read_text()
-        )
-        produced += [(shard["id"], shard["sha256"], shard["rows"]) for shard in manifest["shards"]]
-    total_rows = sum(ROWS_PER_FILE)
-    assert sum(rows for _, _, rows in produced) == total_rows
+    import torch
 
-    master = GROUPS[1]["hosts"][0]
-    assert envs[master].is_master and envs[master].node_rank == 0
+    master = job.trainer_hosts[0]
+    assert job.envs[master].is_master and job.envs[master].node_rank == 0
     metrics = json.loads((tmp_path / "hosts" / master / "model" / "metrics.json").read_text())
-    consumed = [(shard["id"], shard["sha256"], shard["rows"]) for shard in metrics["shards"]]
-    assert sorted(consumed) == sorted(produced)  # every shard once, byte for byte
-    assert {shard["rank"] for shard in metrics["shards"]} == {0, 1}
+    total_rows = sum(ROWS_PER_FILE)
+    # Every row reached exactly one rank in every epoch; both ranks got a share.
+    assert metrics["ids_per_epoch"] == [list(range(total_rows))] * EPOCHS
+    assert all(len(ids) > 100 for ids in metrics["ids_per_rank"].values())
     assert metrics["world_size"] == 2
-    assert metrics["samples_consumed"] == total_rows
     assert metrics["samples_seen"] == EPOCHS * total_rows
     assert metrics["train_accuracy"] > 0.8, metrics
 
     state = torch.load(tmp_path / "hosts" / master / "model" / "model.pt", weights_only=True)
     assert state["state_dict"]["weight"].shape == (1, 4)
-    assert not (tmp_path / "hosts" / GROUPS[1]["hosts"][1] / "model" / "metrics.json").exists()
+    assert len(state["feature_mean"]) == 4
+    assert not (tmp_path / "hosts" / job.trainer_hosts[1] / "model" / "metrics.json").exists()
+
+
+def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
+    tmp_path: Path,
+) -> None:
+    job = Job(tmp_path, epochs=100_000)
+    try:
+        job.start()
+        for host in job.trainer_hosts:
+            job.wait_for_log(host, "epoch 1:")
+        killed = max(job.kill(host) for host in job.trainer_hosts)
+        codes = job.wait(job.data_hosts, timeout=IDLE + 30)
+    finally:
+        job.stop()
+    assert all(codes[host] == 1 for host in job.data_hosts), f"{codes}\n{job.report()}"
+    for host in job.data_hosts:
+        assert IDLE - 1 <= job.ended[host] - killed <= IDLE + 10, job.ended
+        assert "training group is gone" in job.logs[host].read_text()
+
+
+def test_trainers_fail_naming_the_data_host_that_crashed(tmp_path: Path) -> None:
+    job = Job(tmp_path, epochs=100_000)
+    victim, survivor = job.data_hosts
+    try:
+        job.start()
+        for host in job.trainer_hosts:
+            job.wait_for_log(host, "epoch 1:")
+        job.kill(victim)
+        job.wait(job.trainer_hosts, timeout=IDLE + 60)
+        codes = job.wait([survivor], timeout=30)
+    finally:
+        job.stop()
+    assert all(codes[host] not in (None, 0) for host in job.trainer_hosts), job.report()
+    logs = "".join(job.logs[host].read_text() for host in job.trainer_hosts)
+    assert f"DataHostLost: data host {victim}" in logs, job.report()
+    # The trainers aborted, so the other data host stopped at once (not after idle_timeout).
+    assert codes[survivor] == 1 and "aborted" in job.logs[survivor].read_text(), job.report()

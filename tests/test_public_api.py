@@ -11,7 +11,7 @@ import hetero_constructs
 ROOT = Path(__file__).resolve().parents[1]
 # What users write: the constructs, the spec's value objects, one spec reader, one planning
 # entry point (and the violations alone), the errors, the snapshot-test helper and the
-# training-script helper.
+# training-script helper, and the runs API.
 USER_NAMES = {
     "HeterogeneousTrainingJob",
     "HeterogeneousTrainingTask",
@@ -43,6 +43,9 @@ USER_NAMES = {
     "HostRole",
     "TrainingEnvironment",
     "TrainingEnvironmentError",
+    "TrainingRun",
+    "RunStatus",
+    "RunInputError",
 }
 
 

@@ -1,41 +1,38 @@
-"""Heterogeneous-cluster training: CPU hosts prepare and serve the data, GPU hosts train.
+"""Heterogeneous-cluster training: CPU hosts prepare and stream batches, GPU hosts train.
 
 SageMaker runs this same script on every host of every instance group. The runtime helper
 tells each host what it is for:
 
 * ``Role.DATA`` (the CPU group; the container runs ``python train.py``): read the ``train``
-  channel, normalise the features, cut this host's rows into shards and serve them over HTTP
-  until the trainers report they are done.
+  channel, normalise the features, and serve augmented batches with
+  ``hetero_runtime.data.serve`` until every trainer is done (then exit 0), or until the
+  trainers have been gone for ``idle_timeout`` seconds (then exit 1, so the job ends).
 * ``Role.DISTRIBUTED`` (the group named in ``sagemaker_distribution_instance_groups``; the
-  container runs ``torchrun ... train.py``): fetch the shards from the data hosts, train a
-  logistic-regression model with ``DistributedDataParallel``, and on rank 0 write the model and
-  ``metrics.json`` to ``SM_MODEL_DIR``, then tell the data hosts to stop.
+  container runs ``torchrun ... train.py``): take this rank's batches from
+  ``hetero_runtime.data.RemoteBatches``, train a logistic-regression model with
+  ``DistributedDataParallel``, and on rank 0 write the model and ``metrics.json`` to
+  ``SM_MODEL_DIR``.
 
-Hyperparameters (all optional): ``epochs``, ``batch_size``, ``lr``, ``seed``, ``shard_size``
-(rows per shard), ``num_samples`` (size of the synthetic dataset used when the channel holds no
-CSV), ``data_port`` (port the data hosts serve on), ``data_host_map`` (JSON object host ->
-``"address:port"``, overriding ``<host>:<data_port>``; local runs map ``algo-1`` to
-``127.0.0.1``), ``data_bind_address``, ``serve_timeout`` (seconds a data host waits for the
-trainers, default: no limit) and ``data_wait_timeout`` (seconds a trainer retries a data host).
+Hyperparameters (all optional): ``epochs``, ``batch_size``, ``lr``, ``seed``, ``noise``
+(standard deviation of the Gaussian noise the data hosts add to each feature, the
+"augmentation"), ``num_samples`` (size of the synthetic dataset used when the channel holds no
+CSV), ``data_port``, ``data_workers`` (worker processes per data host), ``idle_timeout``,
+``connect_timeout`` (how long either group waits for the other to come up) and
+``data_host_map`` (JSON object host -> ``"address:port"``; local runs map ``algo-1`` to
+``127.0.0.1:<port>``). The job's data-plane secret comes in ``$HETERO_DATA_SECRET``.
 """
 
 from __future__ import annotations
 
 import csv
 import gc
-import hashlib
-import io
 import json
 import logging
 import os
 import random
 import sys
-import threading
-import time
-import urllib.error
-import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +40,10 @@ from typing import Any
 # README), else the installed library. One import, one fallback.
 try:
     import hetero_runtime as runtime
+    from hetero_runtime import data
 except ImportError:
     from hetero_constructs import runtime
+    from hetero_constructs.runtime import data
 
 log = logging.getLogger("hetero_training")
 
@@ -57,13 +56,13 @@ class Settings:
     batch_size: int = 64
     lr: float = 0.1
     seed: int = 0
-    shard_size: int = 128
+    noise: float = 0.01
     num_samples: int = 2048
-    data_port: int = 8470
+    data_port: int = data.DEFAULT_PORT
+    data_workers: int = 2
+    idle_timeout: float = 300.0
+    connect_timeout: float = 600.0  # either group may start minutes after the other
     data_host_map: dict[str, str] = field(default_factory=dict)
-    data_bind_address: str = "0.0.0.0"
-    serve_timeout: float = 0.0  # <= 0: no limit (the job's max_run still applies)
-    data_wait_timeout: float = 600.0
 
     @classmethod
     def from_hyperparameters(cls, hyperparameters: dict[str, Any]) -> Settings:
@@ -77,14 +76,6 @@ class Settings:
             else:
                 values[name] = type(getattr(cls(), name))(value)
         return cls(**values)
-
-    def endpoint(self, host: str) -> tuple[str, int]:
-        """Where ``host`` serves its shards: ``data_host_map[host]``, else ``host:data_port``."""
-        address = self.data_host_map.get(host)
-        if address is None:
-            return host, self.data_port
-        name, _, port = address.rpartition(":")
-        return name, int(port)
 
 
 def sagemaker_dir(variable: str, *default: str) -> Path:
@@ -136,130 +127,59 @@ def synthetic_rows(count: int, seed: int, features: int = 8) -> list[list[float]
     return rows
 
 
-def normalise(rows: list[list[float]]) -> tuple[list[list[float]], list[float], list[float]]:
-    """Scale every feature column to mean 0 / std 1 (statistics over all rows)."""
-    columns = list(zip(*(row[:-1] for row in rows), strict=True))
-    mean = [sum(column) / len(column) for column in columns]
-    std = [
-        (sum((v - m) ** 2 for v in column) / len(column)) ** 0.5 or 1.0
-        for column, m in zip(columns, mean, strict=True)
-    ]
-    scaled = [
-        [(v - m) / s for v, m, s in zip(row[:-1], mean, std, strict=True)] + [row[-1]]
-        for row in rows
-    ]
-    return scaled, mean, std
-
-
-def make_shards(host: str, rows: list[list[float]], size: int) -> dict[str, bytes]:
-    """Cut ``rows`` into CSV payloads of ``size`` rows, keyed by shard id."""
-    shards = {}
-    for index, start in enumerate(range(0, len(rows), size)):
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerows(
-            [repr(value) for value in row] for row in rows[start : start + size]
-        )
-        shards[f"{host}-{index:04d}"] = buffer.getvalue().encode()
-    return shards
-
-
 def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
-    """Preprocess this host's slice of the training channel and serve it until told to stop."""
-    rows = load_rows(sagemaker_dir("SM_CHANNEL_TRAIN", "input", "data", "train"), settings)
-    # The channel is replicated to every data host; each takes every n-th row, and all of
-    # them normalise with the statistics of the whole dataset.
-    scaled, mean, std = normalise(rows)
-    position, count = env.data_hosts.index(env.current_host), len(env.data_hosts)
-    shards = make_shards(env.current_host, scaled[position::count], settings.shard_size)
-    manifest = {
-        "host": env.current_host,
-        "num_features": len(mean),
-        "feature_mean": mean,
-        "feature_std": std,
-        "shards": [
-            {"id": shard_id, "rows": payload.count(b"\n"), "sha256": sha256(payload)}
-            for shard_id, payload in shards.items()
-        ],
-    }
-    output_dir = sagemaker_dir("SM_OUTPUT_DATA_DIR", "output", "data")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / f"produced-{env.current_host}.json").write_text(json.dumps(manifest, indent=1))
-    log.info("prepared %d shards (%d rows)", len(shards), len(scaled[position::count]))
+    """Normalise the training channel and stream augmented batches until the trainers end."""
+    import numpy as np
 
-    done = threading.Event()
-    manifest_body = json.dumps(manifest).encode()
+    rows = np.asarray(
+        load_rows(sagemaker_dir("SM_CHANNEL_TRAIN", "input", "data", "train"), settings),
+        dtype=np.float64,
+    )
+    # The channel is replicated to every data host (FullyReplicated, the default): every host
+    # normalises with the statistics of all rows, and the shards the trainers ask for
+    # partition the row numbers across all hosts and workers.
+    features, labels = rows[:, :-1], rows[:, -1]
+    mean, std = features.mean(axis=0), features.std(axis=0)
+    std[std == 0] = 1.0
+    scaled = ((features - mean) / std).astype(np.float32)
+    stats = {"feature_mean": mean.tolist(), "feature_std": std.tolist()}
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/manifest":
-                self.reply(200, manifest_body, "application/json")
-            elif self.path.startswith("/shards/") and self.path[8:] in shards:
-                self.reply(200, shards[self.path[8:]], "text/csv")
-            else:
-                self.reply(404, b"not found\n", "text/plain")
+    def make_batches(shard: data.Shard) -> Iterator[dict[str, Any]]:
+        ids = np.arange(shard.index, len(scaled), shard.count)
+        rng = np.random.default_rng([settings.seed, shard.epoch, shard.index])
+        rng.shuffle(ids)
+        for start in range(0, len(ids), settings.batch_size):
+            chunk = ids[start : start + settings.batch_size]
+            noise = rng.normal(0, settings.noise, (len(chunk), scaled.shape[1]))
+            yield {
+                "x": (scaled[chunk] + noise).astype(np.float32),
+                "y": labels[chunk].astype(np.float32),
+                "ids": chunk,
+                "stats": stats,
+            }
 
-        def do_POST(self) -> None:
-            if self.path == "/done":
-                self.reply(200, b"bye\n", "text/plain")
-                done.set()
-            else:
-                self.reply(404, b"not found\n", "text/plain")
-
-        def reply(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("%s " + format, self.address_string(), *args)
-
-    _, port = settings.endpoint(env.current_host)
-    server = ThreadingHTTPServer((settings.data_bind_address, port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    log.info("serving on %s:%d until the trainers POST /done", settings.data_bind_address, port)
-    finished = done.wait(settings.serve_timeout if settings.serve_timeout > 0 else None)
-    server.shutdown()
-    server.server_close()
-    if not finished:
-        log.error("no /done from the trainers within %.0f s; giving up", settings.serve_timeout)
+    log.info("serving %d rows with %d workers", len(scaled), settings.data_workers)
+    try:
+        data.serve(
+            make_batches,
+            workers=settings.data_workers,
+            port=settings.data_port,
+            addresses=settings.data_host_map or None,
+            idle_timeout=settings.idle_timeout,
+            startup_timeout=settings.connect_timeout,
+        )
+    except data.DataPlaneError as error:
+        log.error("data plane stopped: %s", error)
         return 1
-    log.info("trainers are done; exiting")
+    log.info("every trainer is done; exiting")
     return 0
 
 
 # -- trainers ----------------------------------------------------------------------------------
 
 
-def sha256(payload: bytes) -> str:
-    return hashlib.sha256(payload).hexdigest()
-
-
-def http(settings: Settings, host: str, path: str, *, post: bool = False) -> bytes:
-    """One request to a data host, retried until ``data_wait_timeout`` (it may still be
-    preprocessing, or its DNS name may not resolve yet)."""
-    address, port = settings.endpoint(host)
-    url = f"http://{address}:{port}{path}"
-    deadline = time.monotonic() + settings.data_wait_timeout
-    delay = 0.2
-    while True:
-        try:
-            request = urllib.request.Request(url, data=b"" if post else None)
-            with urllib.request.urlopen(request, timeout=30) as response:
-                body: bytes = response.read()
-                return body
-        except urllib.error.HTTPError:
-            raise  # the host answered: retrying will not help
-        except (urllib.error.URLError, ConnectionError, TimeoutError) as error:
-            if time.monotonic() + delay > deadline:
-                raise RuntimeError(f"data host {host} ({url}) did not answer: {error}") from None
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)
-
-
 def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
-    """One rank of the distributed job: fetch shards, train, rank 0 saves and reports."""
+    """One rank of the distributed job: train on the streamed batches, rank 0 saves."""
     import torch
     import torch.distributed as dist
     from torch.distributed.algorithms.join import Join
@@ -273,79 +193,75 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
         torch.cuda.set_device(local_rank)
     device = torch.device("cuda", local_rank) if use_cuda else torch.device("cpu")
 
-    # Every rank reads the same manifests and so agrees on the catalogue; shard i goes to rank
-    # i mod world_size.
-    manifests = [json.loads(http(settings, host, "/manifest")) for host in env.data_hosts]
-    catalogue = [(m["host"], shard) for m in manifests for shard in m["shards"]]
-    features: list[list[float]] = []
-    labels: list[float] = []
-    read = []
-    for host, shard in catalogue[rank::world_size]:
-        payload = http(settings, host, f"/shards/{shard['id']}")
-        digest = sha256(payload)
-        rows = [[float(v) for v in record] for record in csv.reader(io.StringIO(payload.decode()))]
-        if digest != shard["sha256"] or len(rows) != shard["rows"]:
-            raise RuntimeError(f"shard {shard['id']} from {host} does not match its manifest")
-        features += [row[:-1] for row in rows]
-        labels += [row[-1] for row in rows]
-        read.append({"id": shard["id"], "host": host, "rows": len(rows), "sha256": digest})
-    num_features = manifests[0]["num_features"]
-    x = torch.tensor(features, dtype=torch.float32).reshape(-1, num_features).to(device)
-    y = torch.tensor(labels, dtype=torch.float32).to(device)
-    log.info("rank %d/%d: %d samples from %d shards", rank, world_size, len(y), len(read))
-
-    torch.manual_seed(settings.seed)  # identical initial weights on every rank
-    model = torch.nn.Linear(num_features, 1).to(device)
-    ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
-    optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
+    remote = data.RemoteBatches(
+        env.data_hosts,
+        port=settings.data_port,
+        addresses=settings.data_host_map or None,
+        seed=settings.seed,
+        epochs=settings.epochs,
+        idle_timeout=settings.idle_timeout,
+        connect_timeout=settings.connect_timeout,
+        array_type="torch",
+    )
+    model: torch.nn.Module | None = None
+    ddp = optimiser = None
     loss_fn = torch.nn.BCEWithLogitsLoss()
-    order_rng = torch.Generator().manual_seed(settings.seed + rank)
-    samples_seen, loss = 0, torch.tensor(0.0)
-    # Ranks may hold different numbers of samples; Join lets the early finishers shadow the
-    # gradient all-reduces of the others, so every sample is used.
-    with Join([ddp]):
-        for _ in range(settings.epochs):
-            order = torch.randperm(len(y), generator=order_rng).to(device)
-            for start in range(0, len(y), settings.batch_size):
-                batch = order[start : start + settings.batch_size]
-                optimiser.zero_grad()
-                loss = loss_fn(ddp(x[batch]).squeeze(1), y[batch])
-                loss.backward()
-                optimiser.step()
-                samples_seen += len(batch)
+    ids_per_epoch: list[list[int]] = []
+    stats: dict[str, Any] = {}
+    samples_seen, correct, loss = 0, 0, torch.tensor(0.0)
+    with remote:  # an exception aborts: the data hosts stop at once instead of idling
+        for epoch in range(settings.epochs):
+            ids: list[int] = []
+            # Ranks may get different numbers of batches; Join lets the early finishers
+            # shadow the gradient all-reduces of the others.
+            batches = iter(remote)
+            first = next(batches, None)
+            if model is None:
+                if first is None:
+                    raise RuntimeError("this rank got no data; use fewer ranks or more rows")
+                torch.manual_seed(settings.seed)  # identical initial weights on every rank
+                model = torch.nn.Linear(first["x"].shape[1], 1).to(device)
+                ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
+                optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
+            assert ddp is not None and optimiser is not None
+            with Join([ddp]):
+                for batch in [first, *batches] if first is not None else []:
+                    x, y = batch["x"].to(device), batch["y"].to(device)
+                    optimiser.zero_grad()
+                    logits = ddp(x).squeeze(1)
+                    loss = loss_fn(logits, y)
+                    loss.backward()
+                    optimiser.step()
+                    samples_seen += len(y)
+                    ids += batch["ids"].tolist()
+                    stats = batch["stats"]
+                    if epoch == settings.epochs - 1:
+                        correct += int(((logits > 0).float() == y).sum().item())
+            ids_per_epoch.append(ids)
+            log.info("rank %d epoch %d: %d samples; %s", rank, epoch, len(ids), remote.stats())
+    assert model is not None
 
-    with torch.no_grad():
-        correct = ((model(x).squeeze(1) > 0).float() == y).sum().item() if len(y) else 0
-    report = {"rank": rank, "shards": read, "samples_seen": samples_seen, "correct": correct}
+    report = {"rank": rank, "ids": ids_per_epoch, "seen": samples_seen, "correct": correct}
     reports: list[Any] = [None] * world_size
     dist.all_gather_object(reports, report)
-
     if rank == 0:
         model_dir = sagemaker_dir("SM_MODEL_DIR", "model")
         model_dir.mkdir(parents=True, exist_ok=True)
-        stats = {key: manifests[0][key] for key in ("feature_mean", "feature_std")}
         torch.save({"state_dict": model.state_dict(), **stats}, model_dir / "model.pt")
-        shards = sorted(
-            ({**shard, "rank": r["rank"]} for r in reports for shard in r["shards"]),
-            key=lambda shard: shard["id"],
-        )
-        consumed = sum(shard["rows"] for shard in shards)
+        per_epoch = [
+            sorted(i for r in reports for i in r["ids"][e]) for e in range(settings.epochs)
+        ]
         metrics = {
             "world_size": world_size,
             "epochs": settings.epochs,
-            "samples_consumed": consumed,
-            "samples_seen": sum(r["samples_seen"] for r in reports),
-            "train_accuracy": sum(r["correct"] for r in reports) / max(consumed, 1),
+            "ids_per_epoch": per_epoch,
+            "ids_per_rank": {r["rank"]: sorted(r["ids"][0]) for r in reports},
+            "samples_seen": sum(r["seen"] for r in reports),
+            "train_accuracy": sum(r["correct"] for r in reports) / max(len(per_epoch[-1]), 1),
             "last_batch_loss_rank0": loss.item(),
-            "shards": shards,
-            "shards_sha256": sha256("".join(s["sha256"] for s in shards).encode()),
         }
-        (model_dir / "metrics.json").write_text(json.dumps(metrics, indent=1))
-        log.info(
-            "wrote %s: %d samples, accuracy %.3f", model_dir, consumed, metrics["train_accuracy"]
-        )
-        for host in env.data_hosts:
-            http(settings, host, "/done", post=True)
+        (model_dir / "metrics.json").write_text(json.dumps(metrics))
+        log.info("wrote %s: accuracy %.3f", model_dir, metrics["train_accuracy"])
     # DDP sits in a reference cycle that keeps the process group's C++ side (gloo threads
     # included) alive until a garbage collection. Collect it now: left to interpreter exit,
     # tearing those threads down can abort the process (SIGABRT, "terminate called without an

@@ -7,8 +7,11 @@ terminal; and the run's final screen (status, jobs, billable time, failure reaso
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from rich.console import Console, Group, RenderableType
@@ -32,6 +35,8 @@ from hetero_constructs.runs.execution import (
 from hetero_constructs.runs.logs import LogLine
 from hetero_constructs.runs.watch import RunUpdate, RunWatch
 
+#: Seconds what a poll finds is held before it is shown (``FollowDisplay.show``).
+HOLD_SECONDS = 1.0
 _GROUP_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red")
 
 
@@ -47,6 +52,15 @@ _STATUS_STYLES = {
     "Stopped": "yellow",
     "Stopping": "yellow",
 }
+
+
+def _sort_key(moment: Any) -> float:
+    """Seconds since the epoch (naive times are UTC); unknown times sort last."""
+    if not isinstance(moment, datetime):
+        return float("inf")
+    # To the millisecond, as CloudWatch stamps log lines (a status's microseconds would put
+    # it after the lines it brings).
+    return float(int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000))
 
 
 def _colour(name: str) -> str:
@@ -74,6 +88,9 @@ class FollowDisplay:
         self.logs_only = logs_only
         self.group = group
         self._header_shown = False
+        self._pending: list[tuple[float, int, Callable[[], None]]] = []
+        self._latest = float("-inf")
+        self._found = 0  # a sequence number: the sort never compares what shows an item
 
     # -- records ---------------------------------------------------------------------------
 
@@ -102,16 +119,39 @@ class FollowDisplay:
                     f"{date_text(watch.execution.start)}",
                 )
             )
+        # Shown in time order. What a poll finds is held HOLD_SECONDS (by its own time) so that
+        # what a later poll finds, stamped a little earlier, is shown in its place; the sort is
+        # stable: at equal times, execution events, then jobs, their statuses and log lines.
+        found: list[tuple[datetime | None, Callable[[], None]]] = []
         if not self.logs_only:
             for event in update.events:
-                self._show_event(event)
+                found.append((event.get("timestamp"), functools.partial(self._show_event, event)))
             for job in update.new_jobs:
-                self._show_new_job(job)
+                created = job.description.get("CreationTime")
+                found.append((created, functools.partial(self._show_new_job, job)))
             for job, transition in update.transitions:
-                self._show_transition(watch, job, transition)
+                at = transition.get("StartTime")
+                found.append((at, functools.partial(self._show_transition, watch, job, transition)))
         for line in update.lines:
             if self.group is None or line.group == self.group:
-                self._show_line(watch, line)
+                found.append((line.timestamp, functools.partial(self._show_line, watch, line)))
+        now = _sort_key(watch.clock())
+        for moment, display in found:
+            key = _sort_key(moment) if isinstance(moment, datetime) else now
+            self._latest = max(self._latest, key)
+            self._found += 1
+            self._pending.append((key, self._found, display))
+        self._show_pending(max(self._latest, now) - HOLD_SECONDS * 1000)
+
+    def flush(self) -> None:
+        """Show everything still held (the run has ended, or following stops)."""
+        self._show_pending(float("inf"))
+
+    def _show_pending(self, cutoff: float) -> None:
+        ready = sorted(item for item in self._pending if item[0] <= cutoff)
+        self._pending = [item for item in self._pending if item[0] > cutoff]
+        for _, _, display in ready:
+            display()
 
     def _show_event(self, event: dict[str, Any]) -> None:
         text = describe_event(event)

@@ -27,7 +27,7 @@ from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.execution import Clock, describe_execution, utc_now
 from hetero_constructs.runs.logs import TRAINING_LOG_GROUP
 from hetero_constructs.runs.stop import StopOutcome, stop_run
-from hetero_constructs.runs.watch import RunUpdate, RunWatch
+from hetero_constructs.runs.watch import DEFAULT_LOG_GRACE, RunUpdate, RunWatch
 
 EXIT_SUCCEEDED = 0
 EXIT_FAILED = 1
@@ -76,20 +76,23 @@ def follow_run(
     sleep: Callable[[float], None] = time.sleep,
     clock: Clock = utc_now,
     log_group: str = TRAINING_LOG_GROUP,
+    log_grace: float = DEFAULT_LOG_GRACE,
 ) -> FollowResult:
     """Follow the run until its execution ends; exit code 0 only when it succeeded.
 
     ``console`` defaults to standard output (rich: live progress on a terminal, plain lines
     elsewhere); ``json_out`` writes JSON Lines instead. ``ask`` is called on Ctrl-C and answers
     ``"s"`` (stop the run) or ``"f"`` (stop following); by default it asks on the terminal when
-    there is one, and stops following otherwise. ``sleep`` and ``clock`` are for tests.
+    there is one, and stops following otherwise. After the execution ends its jobs' streams are
+    read on (``RunWatch.drained``, at most ``log_grace`` seconds). ``sleep`` and ``clock`` are
+    for tests.
     """
     console = console or make_console(sys.stdout)
     if ask is None:
         # JSON Lines on standard output: the question goes to standard error.
         asking = console if json_out is None else make_console(sys.stderr)
         ask = _ask_on_terminal(asking) if asking.is_terminal and sys.stdin.isatty() else None
-    watch = RunWatch(clients, execution_arn, log_group=log_group, clock=clock)
+    watch = RunWatch(clients, execution_arn, log_group=log_group, clock=clock, log_grace=log_grace)
     display = FollowDisplay(console, json_out=json_out, logs_only=logs_only, group=group)
     live: Live | None = None
     if console.is_terminal and json_out is None:
@@ -98,10 +101,9 @@ def follow_run(
     try:
         while True:
             try:
-                ended = _poll_and_show(watch, display, live)
-                if ended:
-                    # One more read for what was logged while the execution ended.
-                    _poll_and_show(watch, display, live)
+                _poll_and_show(watch, display, live)
+                # After the end, the jobs' streams are read on until they are drained.
+                if watch.ended and watch.drained:
                     break
                 sleep(poll_seconds)
             except KeyboardInterrupt:
@@ -111,9 +113,11 @@ def follow_run(
                 if answer != "s":
                     # The status as it is now, after the question was answered.
                     watch.execution = describe_execution(clients.stepfunctions, execution_arn)
+                    display.flush()
                     display.final(watch, interrupted=True)
                     return FollowResult(watch.summary(), EXIT_INTERRUPTED, True)
                 outcome = stop_run(clients, execution_arn, cause="Stopped from hetero-train")
+                display.flush()
                 if json_out is None:
                     console.print(
                         f"Stopping the run (execution {outcome.execution_status}"
@@ -131,6 +135,7 @@ def follow_run(
     finally:
         if live is not None:
             live.stop()
+    display.flush()
     display.final(watch)
     assert watch.execution is not None
     code = EXIT_SUCCEEDED if watch.execution.status == "SUCCEEDED" else EXIT_FAILED
@@ -141,27 +146,36 @@ class LocalFollow:
     """``follow_run`` as the local runner's follow display (``LocalCloud.run(follow=...)``).
 
     The local runner calls it in its own thread with its clients and the execution's ARN; it
-    shows the run on ``console`` as ``hetero-train run --follow`` does, and keeps the result.
+    shows the run on ``console`` as ``hetero-train run --follow`` does (``json_out``: the same
+    JSON Lines), and keeps the result.
     """
 
-    def __init__(self, console: Console, *, poll_seconds: float = 0.2) -> None:
+    def __init__(
+        self, console: Console, *, poll_seconds: float = 0.2, json_out: TextIO | None = None
+    ) -> None:
         self.console = console
         self.poll_seconds = poll_seconds
+        self.json_out = json_out
         self.results: list[FollowResult] = []
 
     def __call__(self, clients: Any, execution_arn: str) -> None:
         run_clients = RunClients(clients.stepfunctions, clients.sagemaker, clients.logs)
         self.results.append(
-            follow_run(run_clients, execution_arn, self.console, poll_seconds=self.poll_seconds)
+            follow_run(
+                run_clients,
+                execution_arn,
+                self.console,
+                poll_seconds=self.poll_seconds,
+                json_out=self.json_out,
+            )
         )
 
 
-def _poll_and_show(watch: RunWatch, display: FollowDisplay, live: Live | None) -> bool:
+def _poll_and_show(watch: RunWatch, display: FollowDisplay, live: Live | None) -> None:
     update = watch.poll()
     display.show(update, watch)
     if live is not None:
         live.update(display.progress(watch))
-    return watch.ended
 
 
 __all__ = [

@@ -10,13 +10,11 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any, TextIO, TypeVar
 
 import click
+from botocore.exceptions import ClientError
 
-from hetero_constructs.cli.aws import AWS_ERRORS, AwsOptions, describe_aws_error
+from hetero_constructs.cli.aws import AWS_ERRORS, AwsOptions, describe_aws_error, error_code
 from hetero_constructs.cli.follow import EXIT_FAILED
-from hetero_constructs.cli.output import (
-    CliError,
-    Output,
-)
+from hetero_constructs.cli.output import CliError, Output, error_record
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,22 +70,43 @@ def poll_option(function: F) -> F:
     )(function)
 
 
+def log_grace_option(function: F) -> F:
+    return click.option(
+        "--log-grace",
+        type=click.FloatRange(min=0.0),
+        default=60.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="after the run ends, read its logs on for late lines (until two polls bring "
+        "nothing) at most this long",
+    )(function)
+
+
 def aws_from(profile: str | None, region: str | None, endpoint_url: str | None) -> AwsOptions:
     return AwsOptions(profile=profile, region=region, endpoint_url=endpoint_url)
 
 
 def handles_errors(function: Callable[..., int]) -> Callable[..., int]:
-    """AWS errors and ``CliError``s become one message on standard error and exit 1."""
+    """AWS errors and ``CliError``s become one message on standard error and exit 1; with
+    ``--json``, one JSON object (``error``: the error's name or AWS error code, ``message``)."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> int:
+        as_json = bool(kwargs.get("json_flag"))
         try:
             return function(*args, **kwargs)
         except CliError as error:
-            click.echo(f"error: {error}", err=True)
+            text = error_record(error.name, str(error)) if as_json else f"error: {error}"
+            click.echo(text, err=True)
             return EXIT_FAILED
         except AWS_ERRORS as error:
-            click.echo(f"error: {describe_aws_error(error)}", err=True)
+            if as_json:
+                name = error_code(error) if isinstance(error, ClientError) else type(error).__name__
+                operation = getattr(error, "operation_name", None)
+                text = error_record(name, describe_aws_error(error), operation=operation)
+            else:
+                text = f"error: {describe_aws_error(error)}"
+            click.echo(text, err=True)
             return EXIT_FAILED
 
     return wrapper
@@ -115,5 +134,6 @@ __all__ = [
     "command_output",
     "handles_errors",
     "json_option",
+    "log_grace_option",
     "poll_option",
 ]

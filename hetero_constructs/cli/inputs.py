@@ -1,6 +1,5 @@
-"""The execution input: read from ``--input``, checked locally as the submit Lambda will
-(``hetero_constructs.runs.inputs``), with a one-line note for each task it is not checked for.
-"""
+"""The execution input, read from ``--input`` (``runs.training_run.check_run_input`` checks it
+as each training task will see it)."""
 
 from __future__ import annotations
 
@@ -10,13 +9,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.cli.output import CliError, Output
-from hetero_constructs.runs.inputs import (
-    InputCheck,
-    SubmitTask,
-    check_input,
-    overrides_to_check,
-)
+from hetero_constructs.cli.output import CliError
 
 # Step Functions' limit on an execution's input (StartExecution, 256 KiB).
 MAX_INPUT_BYTES = 262_144
@@ -90,21 +83,6 @@ def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def checks_for(
-    out: Output, tasks: list[SubmitTask], execution_input: Any, execution_name: str
-) -> list[InputCheck]:
-    """Each task's overrides, checked where they are known before the run starts; a one-line
-    note for each of the others."""
-    checks = []
-    for planned in overrides_to_check(tasks, execution_input):
-        if planned.note:
-            out.note(planned.note)
-        if planned.checked:
-            checks.append(check_input(planned.task, planned.value, execution_name))
-    return checks
-
-
 __all__ = [
-    "checks_for",
     "read_input",
 ]

@@ -2,7 +2,8 @@
 
 The execution input is validated against the deployed definition before anything starts, the
 run is shown with ``run --follow``'s display, then each job's exact CreateTrainingJob request
-and the execution's end are printed (``--json``: one object with the same facts).
+and the execution's end are printed. ``--json``: the JSON Lines of a followed remote run
+(ending with its ``summary``), then one ``local-result`` record with each job's request.
 """
 
 from __future__ import annotations
@@ -11,18 +12,21 @@ import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 
 import click
 from rich.text import Text
 
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollow
-from hetero_constructs.cli.inputs import checks_for, read_input
+from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.training import Outcome
-from hetero_constructs.runs.inputs import find_submit_tasks
+from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.training_run import check_run_input
+from hetero_constructs.runs.watch import RunWatch
 
 
 def run_local(
@@ -39,6 +43,7 @@ def run_local(
     reconcile_every: float | None,
     timeout: float,
     region: str | None,
+    job_duration: float = 0.0,
 ) -> int:
     """Run ``template`` locally; exit 0 only when the execution ends with status ``expect``."""
     problem = template_problem(template)
@@ -57,10 +62,13 @@ def run_local(
             arn = cloud.state_machine(state_machine)
         except LookupError as error:
             raise CliError(str(error)) from error
-        tasks = find_submit_tasks(cloud.definitions[arn]) if check else []
-        checks = checks_for(out, tasks, execution_input, name)
-        bad = [v for item in checks for v in item.violations]
-        if not check:
+        bad = []
+        if check:
+            checked = check_run_input(cloud.definitions[arn], execution_input, name)
+            for note in checked.notes:
+                out.note(note)
+            bad = checked.violations
+        else:
             out.note("--no-check: the input was not checked before starting.")
         if bad:
             if out.json:
@@ -68,8 +76,8 @@ def run_local(
             else:
                 print_violations(bad, "the execution input (nothing was started)", out.stdout)
             return EXIT_FAILED
-        show = follow if follow is not None else not out.json
-        display = LocalFollow(out.console)
+        show = follow if follow is not None else True
+        display = LocalFollow(out.console, json_out=out.stdout if out.json else None)
         # The in-process handlers' prints must not corrupt the JSON on standard output.
         quiet = contextlib.redirect_stdout(sys.stderr) if out.json else contextlib.nullcontext()
         with quiet:
@@ -79,11 +87,18 @@ def run_local(
                 name=name,
                 outcomes=parsed,
                 reconcile_every=reconcile_every,
-                timeout=timeout,
+                job_duration=timedelta(seconds=job_duration),
+                timeout=max(timeout, job_duration * 4 + 30),
                 follow=display if show else None,
             )
+        if out.json and not show:
+            # Not followed: the summary a followed run ends with, alone.
+            watch = RunWatch(RunClients.create(), result.execution_arn, read_history=False)
+            watch.poll(logs=False)
+            out.emit_json_line({"type": "summary", **watch.summary(), "stoppedFollowing": False})
     if out.json:
-        out.emit_json(result.to_json())
+        # After the JSON Lines a remote run emits: each job's exact request.
+        out.emit_json_line({"type": "local-result", **result.to_json()})
     else:
         if not display.results:
             out.console.print(

@@ -9,7 +9,7 @@ import click
 from rich.text import Text
 
 from hetero_constructs.cli.display import FollowDisplay
-from hetero_constructs.cli.follow import EXIT_INTERRUPTED, EXIT_SUCCEEDED, follow_run, stop_run
+from hetero_constructs.cli.follow import EXIT_INTERRUPTED, EXIT_SUCCEEDED, follow_run
 from hetero_constructs.cli.group import (
     aws_from,
     aws_options,
@@ -17,6 +17,7 @@ from hetero_constructs.cli.group import (
     command_output,
     handles_errors,
     json_option,
+    log_grace_option,
     poll_option,
 )
 from hetero_constructs.cli.output import (
@@ -34,6 +35,7 @@ from hetero_constructs.runs.execution import (
     utc_now,
 )
 from hetero_constructs.runs.logs import host_number
+from hetero_constructs.runs.training_run import TrainingRun
 from hetero_constructs.runs.watch import RunWatch
 
 
@@ -93,6 +95,7 @@ def status(
 @click.option("--follow", is_flag=True, help="keep reading until the run ends")
 @json_option
 @poll_option
+@log_grace_option
 @aws_options
 @handles_errors
 def logs(
@@ -101,6 +104,7 @@ def logs(
     follow: bool,
     json_flag: bool,
     poll_interval: float,
+    log_grace: float,
     profile: str | None,
     region: str | None,
     endpoint_url: str | None,
@@ -120,6 +124,7 @@ def logs(
             arn,
             out.console,
             poll_seconds=poll_interval,
+            log_grace=log_grace,
             json_out=out.stdout if json_flag else None,
             logs_only=True,
             group=group,
@@ -132,6 +137,7 @@ def logs(
         out.console, json_out=out.stdout if json_flag else None, logs_only=True, group=group
     )
     display.show(update, watch)
+    display.flush()
     for job in watch.jobs:
         groups = watch.host_groups(job.name)
         if groups is not None and groups.counts and groups.unknown_hosts:
@@ -169,7 +175,9 @@ def stop(
     clients = aws_from(profile, region, endpoint_url).run_clients()
     arn = resolve_execution(run_id, stepfunctions=clients.stepfunctions)
     user = _user()
-    outcome = stop_run(clients, arn, cause=f"Stopped with hetero-train stop by {user}")
+    outcome = TrainingRun(arn, clients=clients).stop(
+        cause=f"Stopped with hetero-train stop by {user}"
+    )
     if json_flag:
         out.emit_json(
             {

@@ -26,8 +26,18 @@ _PLAIN_WIDTH = 100_000
 class CliError(Exception):
     """A problem the user can fix; printed without a traceback (exit 1).
 
-    The message says what went wrong, the value given, what is allowed and the fix.
+    The message says what went wrong, the value given, what is allowed and the fix. ``name``
+    is the error's name in ``--json`` mode (``{"error": name, "message": ...}``).
     """
+
+    def __init__(self, message: str, name: str = "InvalidArgument") -> None:
+        super().__init__(message)
+        self.name = name
+
+
+def error_record(name: str, message: str, **extra: Any) -> str:
+    """An error as ``--json`` mode writes it on standard error: one JSON object, one line."""
+    return json.dumps({"error": name, "message": message, **extra}, default=json_default)
 
 
 def make_console(file: TextIO, *, terminal: bool | None = None) -> Console:
@@ -183,6 +193,7 @@ __all__ = [
     "clock_text",
     "date_text",
     "duration_text",
+    "error_record",
     "json_default",
     "make_console",
     "print_renderable",

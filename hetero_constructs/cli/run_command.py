@@ -22,9 +22,10 @@ from hetero_constructs.cli.group import (
     command_output,
     handles_errors,
     json_option,
+    log_grace_option,
     poll_option,
 )
-from hetero_constructs.cli.inputs import checks_for, read_input
+from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import (
     CliError,
     print_violations,
@@ -33,7 +34,7 @@ from hetero_constructs.cli.targets import resolve_state_machine
 from hetero_constructs.runs.execution import (
     ENDED_EXECUTION_STATUSES,
 )
-from hetero_constructs.runs.inputs import find_submit_tasks
+from hetero_constructs.runs.training_run import TrainingRun, check_run_input
 
 
 def _execution_name_limit() -> int:
@@ -103,6 +104,15 @@ def _new_execution_name(now: datetime) -> str:
     "when the execution is stuck)",
 )
 @click.option(
+    "--job-duration",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="with --local: how long each simulated training job runs (0: it ends as soon as the "
+    "run's code is idle)",
+)
+@click.option(
     "--timeout",
     type=click.FloatRange(min=0.0, min_open=True),
     default=120.0,
@@ -111,6 +121,7 @@ def _new_execution_name(now: datetime) -> str:
 )
 @json_option
 @poll_option
+@log_grace_option
 @aws_options
 @handles_errors
 def run(
@@ -124,9 +135,11 @@ def run(
     outcomes: tuple[str, ...],
     expect: str,
     reconcile_every: float | None,
+    job_duration: float,
     timeout: float,
     json_flag: bool,
     poll_interval: float,
+    log_grace: float,
     profile: str | None,
     region: str | None,
     endpoint_url: str | None,
@@ -152,6 +165,7 @@ def run(
             outcomes=outcomes,
             expect=expect,
             reconcile_every=reconcile_every,
+            job_duration=job_duration,
             timeout=timeout,
             region=region,
         )
@@ -163,8 +177,10 @@ def run(
         target, stepfunctions=stepfunctions, cloudformation=aws.client("cloudformation", session)
     )
     described = stepfunctions.describe_state_machine(stateMachineArn=machine.arn)
-    tasks = find_submit_tasks(json.loads(described["definition"]))
-    checks = checks_for(out, tasks, execution_input, name) if check else []
+    report = check_run_input(json.loads(described["definition"]), execution_input, name)
+    checks = report.checks if check else []
+    for note in report.notes if check else []:
+        out.note(note)
     bad = [item for item in checks if item.violations]
     if bad:
         violations = [v for item in bad for v in item.violations]
@@ -175,15 +191,18 @@ def run(
         return EXIT_FAILED
     if not check:
         out.note("--no-check: the input was not checked before starting.")
-    elif not tasks:
+    elif not report.has_tasks:
         out.note(
             f"{machine.name} has no hetero-constructs training task in its definition: the "
             "input was not validated locally."
         )
-    started = stepfunctions.start_execution(
-        stateMachineArn=machine.arn, name=name, input=json.dumps(execution_input)
+    clients = RunClients(
+        stepfunctions, aws.client("sagemaker", session), aws.client("logs", session)
     )
-    execution_arn = started["executionArn"]
+    started = TrainingRun.start(
+        machine.arn, execution_input, name=name, check=False, clients=clients
+    )
+    execution_arn = started.arn
     # Each attempt's name ends with a digest of the execution's start and the state's entry.
     planned_jobs = [f"{item.job_name.rsplit('-', 1)[0]}-*" for item in checks if item.job_name]
     if follow is None:
@@ -196,7 +215,7 @@ def run(
                     "executionArn": execution_arn,
                     "name": name,
                     "stateMachineArn": machine.arn,
-                    "startDate": started.get("startDate"),
+                    "startDate": started.start_date,
                     "validated": bool(checks),
                     "trainingJobNamePatterns": planned_jobs,
                 }
@@ -212,12 +231,11 @@ def run(
         return EXIT_SUCCEEDED
     try:
         result = follow_run(
-            RunClients(
-                stepfunctions, aws.client("sagemaker", session), aws.client("logs", session)
-            ),
+            clients,
             execution_arn,
             out.console,
             poll_seconds=poll_interval,
+            log_grace=log_grace,
             json_out=out.stdout if json_flag else None,
         )
     except KeyboardInterrupt:

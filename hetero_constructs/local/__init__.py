@@ -2,17 +2,19 @@
 
 ``LocalCloud`` deploys any synthesized template into moto and runs executions of its state
 machines with the stack's Python Lambdas in-process; ``run_template`` does one execution in one
-call. A library: its command line is ``hetero-train run --local TEMPLATE``. Modules: ``cloud``
-(the local cloud and its run loop), ``run`` (one execution of a template),
-``deploy`` (physical ids, intrinsics, creating resources), ``lambdas`` (in-process functions),
-``events`` (EventBridge rules and delivery), ``training`` (the training-job lifecycle),
-``moto_gaps`` (Step Functions where moto is thinner than AWS: ``moto_integrations``,
-``moto_executions``, ``patching``), ``faults`` (fault injection), ``results`` (what a run gives
-back).
+call; ``LocalAccount`` serves a local cloud on 127.0.0.1 for any AWS client. A library: its
+command lines are ``hetero-train run --local`` and ``hetero-train local serve``. Modules:
+``cloud`` (the local cloud and its run loop), ``account`` (the served account), ``run`` (one
+execution of a template), ``deploy`` (physical ids, intrinsics, creating resources),
+``lambdas`` (in-process functions), ``events`` (EventBridge rules and delivery), ``training``
+(the training-job lifecycle) and ``simulation`` (its stages and host logs), ``moto_gaps`` (Step
+Functions where moto is thinner than AWS: ``moto_integrations``, ``moto_executions``,
+``patching``), ``faults`` (fault injection), ``results`` (what a run gives back).
 """
 
 from __future__ import annotations
 
+from hetero_constructs.local.account import LocalAccount
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.events import matches
 from hetero_constructs.local.faults import Faults
@@ -25,6 +27,7 @@ __all__ = [
     "ExecutionResult",
     "Faults",
     "Follow",
+    "LocalAccount",
     "LocalCloud",
     "Outcome",
     "TrainingJobAttempt",

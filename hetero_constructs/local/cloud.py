@@ -173,6 +173,7 @@ class LocalCloud:
             self.region = detect_region(body, path if path and path.is_file() else None)
             os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = self.region
             self.bus._region = self.training._region = self.lambdas._region = self.region
+            self.training._logs.region = self.region
         stack_name = path.name.split(".")[0] if path and path.is_file() else "LocalStack"
         resolver = Resolver(body, region=self.region, account=self.account, stack_name=stack_name)
         deployer = Deployer(
@@ -295,6 +296,20 @@ class LocalCloud:
                 return
             time.sleep(_TICK)
 
+    def advance(self, seen: set[str]) -> None:
+        """One step of what AWS does between calls: deliver events and async invokes, move
+        jobs through their stages, and end each job that has run its length once its run's
+        code is idle (``seen``: jobs found running at an earlier step, kept by the caller)."""
+        self.deliver_events()
+        self.training.tick()
+        if self.bus.pending() or self.lambdas.running():
+            return
+        running = self.training.running()
+        for job in running:
+            if job in seen and self.training.due(job):
+                self.training.end(job)
+        seen.update(running)
+
     def end_training_job(self, name: str, outcome: str | Outcome | None = None) -> None:
         """End a running job now (with ``outcome``, else its scripted one) and deliver its event."""
         self.training.end(name, outcome)
@@ -320,7 +335,8 @@ class LocalCloud:
 
         ``outcomes``: how each training job the run creates ends, in creation order (``outcome``
         is a one-item shortcut); ``Completed`` after the list. A job ends once the run's code is
-        idle. ``stop_execution``: StopExecution once a job is running. ``reconcile_every``:
+        idle and it has run ``job_duration`` (wall-clock; default zero). ``stop_execution``:
+        StopExecution once a job is running. ``reconcile_every``:
         fire the scheduled rules every so many seconds; they also fire when the execution has
         made no progress for ``stuck_after`` seconds with nothing in flight.
         """
@@ -385,16 +401,12 @@ class LocalCloud:
         last_fire = time.monotonic()
         progress = (-1, time.monotonic())
         while time.monotonic() < deadline:
-            self.deliver_events()
+            if stop_execution and not stopped:
+                self.deliver_events()  # its job runs on until the execution is stopped
+            else:
+                self.advance(seen)  # a job outlives the calls that started it
             idle = not self.bus.pending() and not self.lambdas.running()
             running = self.training.running()
-            if idle and not (stop_execution and not stopped):
-                # A job outlives the calls that started it: it ends once they are done (unless
-                # the run is to be stopped while its job runs).
-                for job in running:
-                    if job in seen:
-                        self.training.end(job)
-                seen.update(running)
             description = stepfunctions.describe_execution(executionArn=execution_arn)
             if description["status"] in TERMINAL_EXECUTION:
                 self._settle_after(deadline)

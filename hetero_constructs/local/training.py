@@ -22,6 +22,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from hetero_constructs.local.patching import Patches
+from hetero_constructs.local.simulation import (
+    LogWriter,
+    Stage,
+    as_utc,
+    host_lines,
+    hosts,
+    stages,
+)
 
 #: The outcomes a run can script, one per CreateTrainingJob attempt.
 OUTCOME_STATUSES = ("Completed", "Failed", "Stopped", "ResourceLimitExceeded")
@@ -79,6 +87,10 @@ class TrainingJobAttempt:
     secondary_status: str | None = None
     failure_reason: str | None = None
     planned: Outcome = field(default_factory=lambda: Outcome("Completed"))
+    created: datetime | None = None
+    length: timedelta = field(default_factory=timedelta)
+    stages_applied: int = 1  # Starting, at creation
+    trained_from: datetime | None = None  # when its instances started (Downloading)
 
     def to_json(self) -> dict[str, Any]:
         """The command line's ``jobs[]`` entry."""
@@ -118,7 +130,9 @@ class TrainingJobs:
         self.requests: list[dict[str, Any]] = []  # every CreateTrainingJob call, as submitted
         self.stopped_jobs: list[str] = []  # StopTrainingJob calls that stopped a running job
         self.failure_reason = DEFAULT_FAILURE_REASON
-        self.job_duration = timedelta(hours=1)
+        #: Each job's length in wall-clock time; zero: it ends once the run's code is idle.
+        self.job_duration = timedelta(0)
+        self._logs = LogWriter(account, region)
         self._emit = emit
         self._account = account
         self._region = region
@@ -147,6 +161,55 @@ class TrainingJobs:
         """Jobs that are InProgress or Stopping: the ones the run loop ends."""
         with self._lock:
             return [a.name for a in self.attempts if a.status in ("InProgress", "Stopping")]
+
+    def due(self, name: str, now: datetime | None = None) -> bool:
+        """Whether a running job has run its length (a stopping one always has)."""
+        with self._lock:
+            attempt = self.attempt(name)
+            if attempt.status == "Stopping" or attempt.created is None:
+                return True
+            return (now or datetime.now(UTC)) >= as_utc(attempt.created) + attempt.length
+
+    def tick(self, now: datetime | None = None) -> None:
+        """Move each running job through the stages whose time has come (logs included)."""
+        now = now or datetime.now(UTC)
+        with self._lock:
+            for attempt in self.attempts:
+                if attempt.status != "InProgress" or attempt.created is None:
+                    continue
+                planned = self._stages(attempt, attempt.length)[:-1]  # the end is end()'s
+                for stage in planned[attempt.stages_applied :]:
+                    if as_utc(stage.at) > now:
+                        break
+                    self._enter(attempt, stage)
+
+    def _stages(self, attempt: TrainingJobAttempt, length: timedelta) -> list[Stage]:
+        assert attempt.created is not None
+        outcome = attempt.planned
+        reason = outcome.detail or self.failure_reason if outcome.status == "Failed" else None
+        secondary = outcome.status if outcome.status != "Stopped" else outcome.detail or "Stopped"
+        return stages(attempt.created, length, outcome.status, secondary, reason)
+
+    def _enter(self, attempt: TrainingJobAttempt, stage: Stage, reason: str | None = None) -> None:
+        """The job enters ``stage``: its transition, and what its hosts log."""
+        job = self._backend.training_jobs[attempt.name]
+        transitions = job.secondary_status_transitions
+        if transitions:
+            transitions[-1]["EndTime"] = stage.at
+        transitions.append(
+            {"Status": stage.status, "StartTime": stage.at, "StatusMessage": stage.message}
+        )
+        job.secondary_status = attempt.secondary_status = stage.status
+        attempt.stages_applied += 1
+        if stage.status == "Downloading":
+            attempt.trained_from = job.training_start_time = stage.at
+        if attempt.trained_from is None:
+            return  # no instance is running: nothing is logged
+        assert attempt.created is not None
+        epoch = int(as_utc(attempt.created).timestamp())
+        for host, group in hosts(attempt.request):
+            lines = host_lines(stage.status, group, host, reason)
+            self._logs.write(f"{attempt.name}/{host}-{epoch}", stage.at, lines)
 
     def attempt(self, name: str) -> TrainingJobAttempt:
         with self._lock:
@@ -200,6 +263,9 @@ class TrainingJobs:
                         "StatusMessage": "Launching requested ML instances",
                     }
                 ]
+                attempt.created = job.creation_time
+                attempt.length = jobs.job_duration
+                jobs._logs.ensure_group()
             jobs._emit(jobs.state_change_event(name))
             return result
 
@@ -233,8 +299,8 @@ class TrainingJobs:
                         f"status {attempt.status}."
                     )
                 job.training_job_status = attempt.status = "Stopping"
-                job.secondary_status = attempt.secondary_status = "Stopping"
                 job.last_modified_time = datetime.now(UTC)
+                jobs._enter(attempt, Stage("Stopping", "Stopping the training job", _now(job)))
                 jobs.stopped_jobs.append(name)
             jobs._emit(jobs.state_change_event(name))
             return ActionResult({})
@@ -246,41 +312,39 @@ class TrainingJobs:
     # -- ending a job --------------------------------------------------------------------
 
     def end(self, name: str, outcome: str | Outcome | None = None) -> TrainingJobAttempt:
-        """End a running job: as stopped if it is Stopping, else with ``outcome`` (or its plan)."""
+        """End a running job now: as stopped if it is Stopping, else with ``outcome`` (or its
+        plan). Stages not yet entered are laid out over the time the job actually took."""
         with self._lock:
             attempt = self.attempt(name)
             if attempt.status not in ("InProgress", "Stopping"):
                 raise ValueError(f"training job {name} has already ended ({attempt.status})")
-            if attempt.status == "Stopping":
-                planned = Outcome("Stopped")
-            else:
-                planned = Outcome.parse(outcome) if outcome is not None else attempt.planned
             job = self._backend.training_jobs[name]
-            start = job.creation_time
-            end = start + self.job_duration
-            attempt.status = planned.status
-            if planned.status == "Completed":
-                attempt.secondary_status = "Completed"
-            elif planned.status == "Failed":
-                attempt.secondary_status = "Failed"
-                attempt.failure_reason = planned.detail or self.failure_reason
+            end = _now(job)
+            if attempt.status == "Stopping":
+                attempt.planned = Outcome("Stopped")
+                remaining = [Stage("Stopped", "Training job stopped", end)]
             else:
-                attempt.secondary_status = planned.detail or "Stopped"
-            job.training_job_status = attempt.status
-            job.secondary_status = attempt.secondary_status
+                if outcome is not None:
+                    attempt.planned = Outcome.parse(outcome)
+                assert attempt.created is not None
+                remaining = self._stages(attempt, end - attempt.created)[attempt.stages_applied :]
+            planned = attempt.planned
+            if planned.status == "Failed":
+                attempt.failure_reason = planned.detail or self.failure_reason
+            for stage in remaining:
+                self._enter(attempt, stage, attempt.failure_reason)
+            attempt.status = job.training_job_status = planned.status
+            job.secondary_status_transitions[-1]["EndTime"] = end
             if attempt.failure_reason:
                 job.failure_reason = attempt.failure_reason
-            job.training_start_time = start
             job.training_end_time = job.last_modified_time = end
-            seconds = int(self.job_duration.total_seconds())
-            job.training_time_in_seconds = seconds
-            # Wall-clock time, as the service reports it: the bill is this times the instances.
-            job.billable_time_in_seconds = seconds
-            job.secondary_status_transitions = [
-                {"Status": "Starting", "StartTime": start, "EndTime": start},
-                {"Status": "Training", "StartTime": start, "EndTime": end},
-                {"Status": attempt.secondary_status, "StartTime": end, "EndTime": end},
-            ]
+            # Wall-clock time from the instances' start, as the service reports it (the bill is
+            # this times the instances); zero for a job whose instances never started.
+            start = attempt.trained_from
+            seconds = int((end - start).total_seconds()) if start is not None else 0
+            job.training_time_in_seconds = job.billable_time_in_seconds = seconds
+            if start is None:
+                job.training_start_time = None
         self._emit(self.state_change_event(name))
         return attempt
 
@@ -325,6 +389,15 @@ def _quota_message(request: dict[str, Any]) -> str:
         f"current utilization of 0 Instances and a request delta of {count} Instances. Please "
         "use AWS Service Quotas to request an increase for this quota."
     )
+
+
+def _now(job: Any) -> datetime:
+    """Now, in the time zone of the job's own times (moto's may be naive), never before any."""
+    now = datetime.now(UTC)
+    if job.creation_time.tzinfo is None:
+        now = now.replace(tzinfo=None)
+    last: datetime = job.secondary_status_transitions[-1]["StartTime"]
+    return max(now, last)
 
 
 def _event_time() -> str:

@@ -3,7 +3,8 @@
 The client side of a run, below the command line (``hetero_constructs.cli`` is built on it):
 ``clients`` (the boto3 clients), ``inputs`` (an execution input checked as the submit Lambda
 will), ``execution`` (the execution and the training jobs it created), ``logs`` (every host's
-log lines labelled with its instance group), ``watch`` (what is new at each poll), ``stop``.
+log lines labelled with its instance group), ``watch`` (what is new at each poll), ``stop``,
+and ``training_run`` (``TrainingRun``, the Python API).
 Not to be confused with ``hetero_constructs.run``, the contract the handlers share.
 """
 
@@ -11,5 +12,6 @@ from __future__ import annotations
 
 from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.logs import LogLine
+from hetero_constructs.runs.training_run import JobStatus, RunInputError, RunStatus, TrainingRun
 
-__all__ = ["LogLine", "RunClients"]
+__all__ = ["JobStatus", "LogLine", "RunClients", "RunInputError", "RunStatus", "TrainingRun"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +25,12 @@ def service_models() -> botocore.loaders.Loader:
 
 
 def new_session(profile: str | None = None, region: str | None = None) -> boto3.Session:
-    """A boto3 session from the standard chain, sharing the process's service models."""
+    """A boto3 session from the standard chain, sharing the process's service models.
+
+    ``AWS_REGION`` counts as the other SDKs read it (botocore reads only
+    ``AWS_DEFAULT_REGION``)."""
     core = botocore.session.Session(profile=profile)
+    region = region or os.environ.get("AWS_REGION") or None
     core.register_component("data_loader", service_models())
     return boto3.Session(botocore_session=core, region_name=region)
 

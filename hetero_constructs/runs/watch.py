@@ -3,10 +3,16 @@
 ``RunWatch`` reads the execution, its history, the training jobs it created (by their tags) and
 their hosts' log lines; a ``RunUpdate`` is what one poll found. Any boto3 clients serve (AWS,
 moto in-process, a moto server).
+
+CloudWatch delivers lines late: a job that has ended is read on until two polls in a row bring
+nothing new from it, for at most ``log_grace`` seconds after the run's end was seen (``drained``
+says when every job is done), so the last lines of a failure are never cut off.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +30,10 @@ from hetero_constructs.runs.execution import (
     utc_now,
 )
 from hetero_constructs.runs.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs, LogLine, sort_lines
+
+#: Seconds an ended run's logs are read on for lines CloudWatch delivers late (``--log-grace``).
+DEFAULT_LOG_GRACE = 60.0
+_QUIET_POLLS = 2
 
 
 @dataclass
@@ -47,6 +57,8 @@ class RunWatch:
         log_group: str = TRAINING_LOG_GROUP,
         clock: Clock = utc_now,
         read_history: bool = True,
+        log_grace: float = DEFAULT_LOG_GRACE,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.clients = clients
         self.execution_arn = execution_arn
@@ -57,7 +69,11 @@ class RunWatch:
         self.jobs: list[TrainingJob] = []
         self._finder = JobFinder(clients.sagemaker)
         self._logs: dict[str, JobLogs] = {}
+        self.log_grace = log_grace
+        self._monotonic = monotonic
         self._drained: set[str] = set()
+        self._quiet: dict[str, int] = {}  # ended job -> polls in a row that brought nothing
+        self._ended_seen: float | None = None
         self._last_event = 0
         self._seen_transitions: set[tuple[str, str, str]] = set()
 
@@ -65,11 +81,23 @@ class RunWatch:
     def ended(self) -> bool:
         return self.execution is not None and self.execution.ended
 
+    @property
+    def drained(self) -> bool:
+        """Every job's log read to its end: two quiet polls after the job ended, or the grace
+        period since the run's end was seen has passed."""
+        if self._ended_seen is not None and (
+            self._monotonic() - self._ended_seen >= self.log_grace
+        ):
+            return True
+        return all(job.name in self._drained for job in self.jobs)
+
     def poll(self, *, logs: bool = True) -> RunUpdate:
         """What is new since the last poll; ``logs=False``: the execution and its jobs only."""
         update = RunUpdate()
         execution = describe_execution(self.clients.stepfunctions, self.execution_arn)
         self.execution = execution
+        if execution.ended and self._ended_seen is None:
+            self._ended_seen = self._monotonic()
         if self.read_history:
             for event in execution_history(self.clients.stepfunctions, self.execution_arn):
                 if int(event.get("id", 0)) > self._last_event:
@@ -111,9 +139,11 @@ class RunWatch:
                 self._logs[job.name] = reader
             reader.groups.update_counts(job.instance_groups)
             new = reader.poll()
-            # A job that has ended and logged nothing new since is read no more.
-            if job.ended and not new:
-                self._drained.add(job.name)
+            if job.ended:
+                # Read on after the end (lines arrive late) until two polls bring nothing.
+                self._quiet[job.name] = 0 if new else self._quiet.get(job.name, 0) + 1
+                if self._quiet[job.name] >= _QUIET_POLLS:
+                    self._drained.add(job.name)
             lines.extend(new)
         return sort_lines(lines)
 
@@ -127,6 +157,7 @@ class RunWatch:
 
 
 __all__ = [
+    "DEFAULT_LOG_GRACE",
     "RunUpdate",
     "RunWatch",
 ]

@@ -85,22 +85,17 @@ class Bounds(NamedTuple):
         return f"{low} to {self.maximum} {unit}"
 
 
-_BOUNDS: dict[str, Bounds] = {}
-
-
+@cache
 def bounds(path: str) -> Bounds:
     """The constraints of the shape at ``path`` (see ``shape_at``), read once per path."""
-    found = _BOUNDS.get(path)
-    if found is None:
-        shape = shape_at(path)
-        meta = shape.metadata
-        found = _BOUNDS[path] = Bounds(
-            minimum=meta.get("min"),
-            maximum=meta.get("max"),
-            pattern=meta.get("pattern"),
-            enum=tuple(getattr(shape, "enum", None) or ()),
-        )
-    return found
+    shape = shape_at(path)
+    meta = shape.metadata
+    return Bounds(
+        minimum=meta.get("min"),
+        maximum=meta.get("max"),
+        pattern=meta.get("pattern"),
+        enum=tuple(getattr(shape, "enum", None) or ()),
+    )
 
 
 def _fits_function(shape_bounds: Bounds) -> Callable[[str], bool]:
@@ -112,19 +107,10 @@ def _fits_function(shape_bounds: Bounds) -> Callable[[str], bool]:
     return lambda value: low <= len(value) <= high and bool(pattern.fullmatch(value))
 
 
-# Model path -> whether a string fits the length and pattern of the shape there.
-STRING_FITS: dict[str, Callable[[str], bool]] = {}
-
-
+@cache
 def string_fits(path: str) -> Callable[[str], bool]:
-    """The test of a string against the length and pattern at ``path``, built once per path.
-
-    ``STRING_FITS.get(path)`` finds it without a call once built.
-    """
-    found = STRING_FITS.get(path)
-    if found is None:
-        found = STRING_FITS[path] = _fits_function(bounds(path))
-    return found
+    """The test of a string against the length and pattern at ``path``, built once per path."""
+    return _fits_function(bounds(path))
 
 
 def matches(path: str, value: str) -> bool:
@@ -132,15 +118,10 @@ def matches(path: str, value: str) -> bool:
     return string_fits(path)(value)
 
 
-_ENUM_VALUES: dict[str, frozenset[str]] = {}
-
-
+@cache
 def enum_values(path: str) -> frozenset[str]:
     """The enum of the shape at ``path`` as a set (empty when the shape has none)."""
-    found = _ENUM_VALUES.get(path)
-    if found is None:
-        found = _ENUM_VALUES[path] = frozenset(bounds(path).enum)
-    return found
+    return frozenset(bounds(path).enum)
 
 
 def training_instance_types() -> frozenset[str]:
@@ -199,7 +180,6 @@ def is_header_json(shape: Shape) -> bool:
 
 __all__ = [
     "OPERATION",
-    "STRING_FITS",
     "Bounds",
     "botocore_minimum",
     "bounds",

@@ -1,6 +1,6 @@
 """``hetero-train run --local TEMPLATE``: the same command against the local runner.
 
-Its exit codes and --json object, and the follow display it shows (``run --follow``'s) before
+Its exit codes and --json JSON Lines, and the follow display it shows (``run --follow``'s) before
 each job's exact CreateTrainingJob request.
 """
 
@@ -19,6 +19,7 @@ import pytest
 
 from hetero_constructs.cli import main
 from tests.fixtures.example_app import Synthesized
+from tests.fixtures.json_lines import record, records
 from tests.fixtures.local_stacks import Synthesized as Stacks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +56,7 @@ def test_run_local_fails_over_and_reports_as_json(example: Synthesized) -> None:
         "--json",
     )
     assert code == 0, text
-    result = json.loads(text)
+    result = record(text, "local-result")
     assert result["status"] == "SUCCEEDED"
     first, second = result["jobs"]
     assert first["status"] == "Failed" and second["status"] == "Completed"
@@ -80,7 +81,7 @@ def test_overrides_that_earlier_states_produce_are_left_to_the_submit_lambda(
     template = str(example.outdir / "HeteroTrainingPipeline.template.json")
     code, text = run("run", "--local", template, "--input", '{"dataset_version": "v7"}', "--json")
     assert code == 0, text
-    assert json.loads(text)["output"]["dataset_version"] == "v7"
+    assert record(text, "local-result")["output"]["dataset_version"] == "v7"
     note = capsys.readouterr().err
     assert "reads its overrides from $.prepared, which earlier states produce" in note
 
@@ -117,7 +118,8 @@ def shown(text: str) -> tuple[list[str], list[str], list[str]]:
 def job_statuses(timed: list[str], attempt: int) -> list[str]:
     """One attempt's secondary statuses as shown (unmarked lines: one job so far, the first)."""
     marked = re.compile(rf"^{JOB}\[attempt {attempt}\] (\w+)(: .+)?$")
-    plain = re.compile(rf"^{JOB}(Starting|Training|Completed|Failed|Stopped)(: .+)?$")
+    statuses = "Starting|Downloading|Training|Uploading|Completed|Failed|Stopping|Stopped"
+    plain = re.compile(rf"^{JOB}({statuses})(: .+)?$")
     return [
         match.group(1)
         for line in timed
@@ -132,8 +134,14 @@ def test_json_lists_every_attempt_with_its_exact_request(
         str(stacks.path("Training")), "--outcome", CAPACITY, "--outcome", "Completed", "--json"
     )
     assert code == 0
-    printed = json.loads(text)  # one JSON object, nothing else
-    assert set(printed) == {"status", "output", "error", "cause", "jobs"}
+    shown = records(text)  # JSON Lines, nothing else
+    # The JSON Lines of a followed remote run, then the local result.
+    assert {r["type"] for r in shown[:-1]} == {
+        "execution-event", "job", "job-status", "log", "summary"
+    }  # fmt: skip
+    printed = shown[-1]
+    assert set(printed) == {"type", "status", "output", "error", "cause", "jobs"}
+    assert record(text, "summary")["succeeded"] is True
     assert printed["status"] == "SUCCEEDED"
     assert [(j["status"], j["instance_types"]) for j in printed["jobs"]] == [
         ("Failed", ["ml.c5.xlarge", "ml.p4d.24xlarge"]),
@@ -203,7 +211,7 @@ def test_the_command_runs_as_a_program(stacks: Stacks) -> None:
         check=False,
     )
     assert completed.returncode == 0, completed.stderr
-    printed = json.loads(completed.stdout)
+    printed = record(completed.stdout, "local-result")
     assert printed["output"]["answer"]["doubled"] == 8
     assert ":ap-southeast-2:" in printed["output"]["answer"]["parent"]
     assert printed["jobs"] == []
@@ -235,8 +243,11 @@ def test_a_run_that_fails_over_is_shown_as_run_follow_shows_it(
     )
     assert f"{JOB}{names[0]} created (attempt 0)" in timed
     assert f"{JOB}{names[1]} created (attempt 1)" in timed
-    assert job_statuses(timed, 0) == ["Starting", "Training", "Failed"]
-    assert job_statuses(timed, 1) == ["Starting", "Training", "Completed"]
+    # The capacity failure never trained; the second attempt went through every stage.
+    assert job_statuses(timed, 0) == ["Starting", "Failed"]
+    assert job_statuses(timed, 1) == [
+        "Starting", "Downloading", "Training", "Uploading", "Completed"
+    ]  # fmt: skip
     assert final[0].startswith("Run shown-1 SUCCEEDED after ")
     rows = [line.split() for line in final[1:]]
     assert ["job", "[attempt", "0]", names[0], "(Failed)"] in rows
@@ -257,7 +268,7 @@ def test_a_failed_run_is_shown_with_its_reason_and_exits_1(
     assert 'execution entered "Training failed"' in timed
     assert "execution failed: HeteroTraining.TrainingFailed (AlgorithmError: boom)" in timed
     assert f"{JOB}{name} created (attempt 0)" in timed
-    assert job_statuses(timed, 0) == ["Starting", "Training", "Failed"]
+    assert job_statuses(timed, 0) == ["Starting", "Downloading", "Training", "Failed"]
     assert final[0].startswith("Run shown-2 FAILED after ")
     assert final[1].split() == ["job", name, "(Failed)"]
     assert final[-1].split() == ["failure", "reason", "AlgorithmError:", "boom"]

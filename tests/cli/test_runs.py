@@ -248,22 +248,67 @@ def test_ctrl_c_stops_following_or_stops_the_run(stack: FakeStack) -> None:
     assert "Stopped following int-1 (RUNNING); the run goes on" in text.getvalue()
     assert stack.stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
 
-    calls = iter([KeyboardInterrupt, None, None, None])
+    interrupted = []
 
     def interrupt_once(_: float) -> None:
-        if next(calls) is KeyboardInterrupt:
+        if not interrupted:
+            interrupted.append(True)
             raise KeyboardInterrupt
 
     text = io.StringIO()
     result = follow_run(
         clients(stack), arn, make_console(text, terminal=False), sleep=interrupt_once,
-        ask=lambda: "s",
+        ask=lambda: "s", log_grace=0,  # the fake's job stays Stopping: no log to wait for
     )  # fmt: skip
     assert result.exit_code == 1
     assert f"Stopping the run (execution ABORTED; stopping {scenario.job})" in text.getvalue()
     assert "Run int-1 ABORTED" in text.getvalue()
     job = stack.sagemaker.describe_training_job(TrainingJobName=scenario.job)
     assert job["TrainingJobStatus"] == "Stopping"
+
+
+def test_follow_reads_on_after_the_end_for_lines_that_arrive_late(stack: FakeStack) -> None:
+    arn = start(stack, "late-1")
+    scenario = Scenario(stack, arn, outcome="Failed", reason="AlgorithmError: exit 1")
+    sleeps_after_end = 0
+
+    def step(seconds: float) -> None:
+        nonlocal sleeps_after_end
+        if scenario.played < 4:
+            scenario.step()
+            return
+        sleeps_after_end += 1
+        if sleeps_after_end == 1:  # after a poll that found the run ended, nothing new
+            late = [("algo-3", 30.0, "Traceback: RuntimeError: NCCL timeout")]
+            stack.log(scenario.job, late, scenario.start)
+
+    text = io.StringIO()
+    result = follow_run(
+        clients(stack), arn, make_console(text, terminal=False), poll_seconds=0, sleep=step
+    )
+    assert result.exit_code == 1
+    assert "[algo-3 gpu] Traceback: RuntimeError: NCCL timeout" in text.getvalue()
+    # Then two polls with nothing new, and it stops reading.
+    assert sleeps_after_end == 3
+
+
+def test_follow_stops_reading_after_the_log_grace(stack: FakeStack) -> None:
+    arn = start(stack, "late-2")
+    scenario = Scenario(stack, arn)
+    count = 0
+
+    def step(seconds: float) -> None:
+        nonlocal count
+        scenario.step()
+        if scenario.played == 4:  # a host that keeps logging after the end
+            count += 1
+            stack.log(scenario.job, [("algo-1", 40.0 + count, f"tick {count}")], scenario.start)
+
+    result = follow_run(
+        clients(stack), arn, make_console(io.StringIO(), terminal=False), poll_seconds=0,
+        sleep=step, log_grace=0.5,
+    )  # fmt: skip
+    assert result.exit_code == 0 and count > 0
 
 
 def test_ctrl_c_says_how_to_resume_once_with_the_status_after_the_answer(

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -45,8 +47,13 @@ def test_a_job_runs_until_its_end_is_simulated(cloud: LocalCloud) -> None:
     job = sagemaker.describe_training_job(TrainingJobName="gap-job")
     assert job["TrainingJobStatus"] == "Failed"
     assert job["FailureReason"] == "CapacityError: no capacity"
-    # Wall-clock time (the bill is this times InstanceCount), not instance-seconds.
-    assert job["BillableTimeInSeconds"] == job["TrainingTimeInSeconds"] == 3600
+    # A capacity failure never trains: it ends in Starting and bills nothing.
+    assert job["BillableTimeInSeconds"] == job["TrainingTimeInSeconds"] == 0
+    assert [t["Status"] for t in job["SecondaryStatusTransitions"]] == ["Starting", "Failed"]
+    assert "TrainingStartTime" not in job
+    assert not cloud.client("logs").describe_log_streams(
+        logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix="gap-job/"
+    )["logStreams"]
     starting, ended = [e for e in cloud.bus.events if e["source"] == "aws.sagemaker"]
     assert starting["detail"]["TrainingJobStatus"] == "InProgress"
     assert ended["detail-type"] == "SageMaker Training Job State Change"
@@ -54,6 +61,60 @@ def test_a_job_runs_until_its_end_is_simulated(cloud: LocalCloud) -> None:
     assert ended["detail"]["FailureReason"] == "CapacityError: no capacity"
     assert isinstance(ended["detail"]["TrainingEndTime"], int)  # epoch milliseconds
     assert ended["detail"]["Tags"] == {"team": "ml", "run": "1"}
+
+
+def test_a_job_that_runs_goes_through_its_stages_in_time_and_logs_per_host(
+    cloud: LocalCloud,
+) -> None:
+    sagemaker, logs = cloud.client("sagemaker"), cloud.client("logs")
+    request = {
+        **REQUEST,
+        "TrainingJobName": "staged",
+        "ResourceConfig": {
+            "InstanceGroups": [
+                {"InstanceGroupName": "data", "InstanceType": "ml.c5.xlarge", "InstanceCount": 1},
+                {"InstanceGroupName": "gpu", "InstanceType": "ml.p4d.24xlarge", "InstanceCount": 2},
+            ],
+            "VolumeSizeInGB": 10,
+        },
+    }
+    cloud.training.job_duration = timedelta(seconds=1)
+    sagemaker.create_training_job(**request)
+    assert not cloud.training.due("staged")
+    time.sleep(0.5)
+    cloud.training.tick()
+    # Half-way: past Starting, Downloading and Training; not yet Uploading.
+    job = sagemaker.describe_training_job(TrainingJobName="staged")
+    assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("InProgress", "Training")
+    time.sleep(0.6)
+    assert cloud.training.due("staged")
+    cloud.end_training_job("staged")
+    job = sagemaker.describe_training_job(TrainingJobName="staged")
+    transitions = job["SecondaryStatusTransitions"]
+    assert [t["Status"] for t in transitions] == [
+        "Starting", "Downloading", "Training", "Uploading", "Completed"
+    ]  # fmt: skip
+    starts = [t["StartTime"] for t in transitions]
+    assert starts == sorted(starts) and job["TrainingEndTime"] >= starts[-1]
+    # Billed from the instances' start (Downloading) to the end: about 0.9 of its length.
+    assert job["BillableTimeInSeconds"] in (0, 1) and job["TrainingStartTime"] == starts[1]
+    streams = logs.describe_log_streams(
+        logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix="staged/"
+    )["logStreams"]
+    assert sorted(s["logStreamName"].split("/")[1].rsplit("-", 1)[0] for s in streams) == [
+        "algo-1", "algo-2", "algo-3"
+    ]  # fmt: skip
+    first_lines = {
+        s["logStreamName"].split("/")[1].rsplit("-", 1)[0]: logs.get_log_events(
+            logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=s["logStreamName"]
+        )["events"][0]["message"]
+        for s in streams
+    }
+    assert first_lines == {
+        "algo-1": "SM_CURRENT_INSTANCE_GROUP=data",
+        "algo-2": "SM_CURRENT_INSTANCE_GROUP=gpu",
+        "algo-3": "SM_CURRENT_INSTANCE_GROUP=gpu",
+    }
 
 
 def test_stop_training_job(cloud: LocalCloud) -> None:

@@ -12,7 +12,7 @@ import pytest
 
 from hetero_constructs.runtime import data
 from hetero_constructs.runtime.data import auth, wire
-from tests.fixtures.data_plane import SECRET, Cluster, DataHost, free_port, ids_batches
+from tests.fixtures.data_plane import SECRET, Cluster, DataHost, ids_batches
 
 TIB = 1 << 40
 
@@ -144,8 +144,8 @@ def test_an_authenticated_trainer_sending_garbage_is_dropped(host: DataHost) -> 
 
 def fake_data_host(behaviour: Callable[[socket.socket], None], secret: str = SECRET) -> str:
     """A data host on a thread that authenticates (with ``secret``), then misbehaves."""
-    port = free_port()
-    listener = socket.create_server(("127.0.0.1", port))
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
 
     def run() -> None:
         with listener:

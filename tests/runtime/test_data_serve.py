@@ -203,7 +203,8 @@ def test_a_killed_worker_or_host_is_a_named_error_not_a_hang(cluster: Cluster, v
     assert caught.value.host == host.name
     if victim == "worker":
         assert caught.value.worker == 1 and "process died" in str(caught.value)
-        assert host.wait(10)[0] == "WorkerFailed"
+        # The host saw its worker die, or the trainer's abort first: either way it stops.
+        assert host.wait(10)[0] in ("WorkerFailed", "TrainersGone")
 
 
 def test_on_host_loss_continue_goes_on_with_the_other_hosts(cluster: Cluster) -> None:

@@ -15,7 +15,6 @@ import pytest
 import hetero_constructs.runtime as runtime_package
 from hetero_constructs.runtime.data import DataPlaneError, ProtocolError
 from hetero_constructs.runtime.data.arrays import PayloadBuffer, describe
-from tests.fixtures.data_plane import free_port
 
 
 def round_trip(batch: Any, array_type: str = "auto") -> Any:
@@ -91,17 +90,19 @@ CHILD = """
 import array, json, sys, threading
 sys.path.insert(0, sys.argv[1])
 from hetero_runtime import data
-secret, port = "s" * 32, int(sys.argv[2])
-addresses = {"cpu-1": "127.0.0.1:%d" % port}
+secret, listening = "s" * 32, []
 
 def make_batches(shard):
     for start in range(shard.index, 10, shard.count):
         yield {"x": array.array("f", [start, start + 0.5]), "raw": b"abc", "id": start}
 
 server = threading.Thread(target=data.serve, args=(make_batches,), kwargs=dict(
-    workers=2, host="cpu-1", addresses=addresses, secret=secret, idle_timeout=30))
-remote = data.RemoteBatches(["cpu-1"], addresses=addresses, secret=secret, epochs=1)
+    workers=2, host="cpu-1", bind="127.0.0.1", port=0, secret=secret, idle_timeout=30,
+    on_listening=lambda address, port: listening.append("%s:%d" % (address, port))))
 server.start()
+while not listening:
+    server.join(0.05)
+remote = data.RemoteBatches(["cpu-1"], addresses={"cpu-1": listening[0]}, secret=secret, epochs=1)
 batches = list(remote)
 server.join(30)
 print(json.dumps({
@@ -124,7 +125,7 @@ def test_the_copied_helper_streams_batches_with_the_standard_library_only(
         ignore=shutil.ignore_patterns("__pycache__"),
     )
     result = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", CHILD, str(code_dir), str(free_port())],
+        [sys.executable, "-I", "-S", "-c", CHILD, str(code_dir)],
         env={"PATH": "/usr/bin:/bin"},
         capture_output=True,
         text=True,

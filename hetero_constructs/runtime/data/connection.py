@@ -190,12 +190,12 @@ class Producer:
                     )
                     self._report(error)
                     return
-        except PeerClosed as closed:
+        except (PeerClosed, ConnectionResetError) as closed:
             problem = (
-                "closed the connection without a word: the process died (killed, out of "
+                f"{closed}"
+                if isinstance(closed, PeerClosed) and not closed.clean
+                else "closed the connection without a word: the process died (killed, out of "
                 "memory?) or the host went down"
-                if closed.clean
-                else f"{closed}"
             )
             self._report(self.lost(problem))
         except TimeoutError:

@@ -16,6 +16,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from multiprocessing.reduction import send_handle
 from typing import Any, cast
@@ -106,9 +107,11 @@ def serve(
     bind: str | None = None,
     addresses: Any = None,
     idle_timeout: float = 300.0,
+    startup_timeout: float | None = None,
     secret: str | bytes | None = None,
     handshake_timeout: float = 10.0,
     max_handshakes: int = 64,
+    on_listening: Callable[[str, int], None] | None = None,
 ) -> None:
     """Serve ``make_batches(shard)`` to the training group until every rank is done.
 
@@ -125,9 +128,13 @@ def serve(
         addresses: Host name to ``"address:port"`` overrides (default ``$HETERO_DATA_ADDRESSES``).
         idle_timeout: Seconds without any trainer (none connected, none speaking) after which
             this host gives up, so that it never bills until ``MaxRuntimeInSeconds``.
+        startup_timeout: Seconds to wait for the first trainer to connect (default
+            ``idle_timeout``): trainers may take longer to start than data hosts.
         secret: The job's secret (default ``$HETERO_DATA_SECRET``).
         handshake_timeout: Seconds a new connection has to authenticate and attach.
         max_handshakes: Connections authenticating at once; more are closed at once.
+        on_listening: Called with the address and port once trainers can connect (with
+            ``port=0`` the system picks a free port: local runs and tests).
 
     Returns when every training rank (``world_size`` as the trainers report it) said goodbye.
 
@@ -179,8 +186,12 @@ def serve(
             max_handshakes,
         )
         admission.thread.start()
-        log.info("serving %d worker(s) on %s:%d", count, *listener.getsockname()[:2])
-        _watch(admission, pipes, processes, idle_timeout)
+        bound_address, bound_port = listener.getsockname()[:2]
+        log.info("serving %d worker(s) on %s:%d", count, bound_address, bound_port)
+        if on_listening is not None:
+            on_listening(bound_address, bound_port)
+        first = idle_timeout if startup_timeout is None else startup_timeout
+        _watch(admission, pipes, processes, idle_timeout, first)
     finally:
         if admission is not None:
             admission.stopping.set()
@@ -195,13 +206,18 @@ def serve(
 
 
 def _watch(
-    admission: _Admission, pipes: list[Connection], processes: list[Any], idle_timeout: float
+    admission: _Admission,
+    pipes: list[Connection],
+    processes: list[Any],
+    idle_timeout: float,
+    startup_timeout: float,
 ) -> None:
     """Follow the workers' reports until every rank is done (return) or the host must stop."""
     open_by_worker = [0] * len(pipes)
     done_ranks: set[int] = set()
     world_size = 0
     idle_since = time.monotonic()
+    contacted = False
     sentinels = {process.sentinel: index for index, process in enumerate(processes)}
     readers = {pipe: index for index, pipe in enumerate(pipes)}
     while True:
@@ -223,6 +239,7 @@ def _watch(
             kind = message[0]
             if kind == "open":
                 open_by_worker[index] = message[1]
+                contacted = True
             elif kind == "bye":
                 done_ranks.add(message[1])
                 idle_since = max(idle_since, time.monotonic())
@@ -239,11 +256,12 @@ def _watch(
             return
         # Idle is measured from the last word of the last trainer that left: a trainer that
         # went silent was dropped by its worker idle_timeout after its last frame.
-        if not any(open_by_worker) and time.monotonic() - idle_since > idle_timeout:
+        limit = idle_timeout if contacted else startup_timeout
+        if not any(open_by_worker) and time.monotonic() - idle_since > limit:
             missing = sorted(set(range(world_size)) - done_ranks)
             waiting = f"ranks {missing} of {world_size}" if world_size else "any rank"
             raise TrainersGone(
-                f"no trainer connected or spoke for {idle_timeout:g} s and {waiting} never said "
+                f"no trainer connected or spoke for {limit:g} s and {waiting} never said "
                 "goodbye: the training group is gone (crashed or killed). Stopping so that the "
                 "job ends"
             )

@@ -1,0 +1,143 @@
+"""``hetero-train local serve TEMPLATE...``: a local AWS account to run the stacks against.
+
+The synthesized stacks are deployed into moto, served on ``http://127.0.0.1:PORT`` only, with
+their Lambdas run in-process and training jobs simulated (``hetero_constructs.local.account``),
+until Ctrl-C or SIGTERM. Point ``AWS_ENDPOINT_URL`` at it and ``hetero-train run / status / logs
+/ stop / list`` (or any boto3 code) work as against AWS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from types import FrameType
+
+import click
+
+from hetero_constructs.cli.follow import EXIT_SUCCEEDED
+from hetero_constructs.cli.group import cli, command_output, handles_errors
+from hetero_constructs.cli.output import CliError
+
+
+@cli.group()
+def local() -> None:
+    """A local AWS account: synthesized stacks served by moto on 127.0.0.1, no AWS account."""
+
+
+def outcome_option(function: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--outcome",
+        "outcomes",
+        multiple=True,
+        help="how each training job ends, in creation order (Completed, Failed[:REASON], "
+        "Stopped[:STATUS], ResourceLimitExceeded); then Completed",
+    )(function)
+
+
+@local.command()
+@click.argument("templates", nargs=-1, required=True, metavar="TEMPLATE...")
+@click.option("--port", type=click.IntRange(0, 65535), default=5055, show_default=True)
+@click.option("--region", help="the account's region (default: the first template's)")
+@outcome_option
+@click.option(
+    "--job-duration",
+    type=click.FloatRange(min=0.0),
+    default=20.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="how long each simulated training job runs (wall-clock seconds)",
+)
+@click.option(
+    "--reconcile-every",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="fire the stacks' scheduled rules (the reconciler) every SECONDS",
+)
+@handles_errors
+def serve(
+    templates: tuple[str, ...],
+    port: int,
+    region: str | None,
+    outcomes: tuple[str, ...],
+    job_duration: float,
+    reconcile_every: float,
+) -> int:
+    """Deploy TEMPLATE... (cdk.out/STACK.template.json) into a local account on
+    http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM."""
+    try:
+        from hetero_constructs.local.account import LocalAccount
+        from hetero_constructs.local.run import template_problem
+        from hetero_constructs.local.training import Outcome
+    except ImportError as error:  # moto comes with the local extra
+        raise CliError(
+            f"The local account needs the local extra ({error}). Fix: pip install "
+            "'hetero-constructs[local]'."
+        ) from None
+
+    out = command_output(False)
+    for template in templates:
+        problem = template_problem(template)
+        if problem is not None:
+            raise CliError(problem)
+    try:
+        parsed = [Outcome.parse(text) for text in outcomes]
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="'--outcome'") from None
+    account = LocalAccount(
+        templates,
+        port=port,
+        region=region,
+        outcomes=parsed,
+        job_duration=timedelta(seconds=job_duration),
+        reconcile_every=reconcile_every,
+    )
+    try:
+        account.__enter__()
+    except OSError as error:  # the port is taken
+        raise CliError(
+            f"The local account cannot listen on 127.0.0.1:{port} ({error}). Fix: pass another "
+            "--port, or stop what uses it."
+        ) from None
+    stop = threading.Event()
+    try:
+        for note in account.notes:
+            out.note(note)
+        for stack, machines in account.stacks.items():
+            out.console.print(f"stack {stack}: " + (", ".join(machines) or "no state machine"))
+        out.console.print(f"serving on {account.url}")
+        out.console.print(
+            f"  export AWS_ENDPOINT_URL={account.url} AWS_DEFAULT_REGION={account.region} "
+            "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing"
+        )
+        out.stdout.flush()
+        with _stopped_by_sigterm(stop), contextlib.suppress(KeyboardInterrupt):
+            account.wait(stop)
+    finally:
+        account.__exit__(None, None, None)
+    out.console.print("stopped serving")
+    return EXIT_SUCCEEDED
+
+
+@contextlib.contextmanager
+def _stopped_by_sigterm(stop: threading.Event) -> Iterator[None]:
+    """SIGTERM ends serving as Ctrl-C does (only the main thread can set a handler)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handle(_signal: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = signal.signal(signal.SIGTERM, handle)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+__all__ = ["local", "outcome_option", "serve"]

@@ -1,0 +1,316 @@
+"""``TrainingRun``: start, follow, inspect and stop a training run from Python.
+
+The API the ``hetero-train`` commands are built on, for scripts and notebooks (the SageMaker
+SDK's ``estimator.fit(logs=True)`` habit)::
+
+    from hetero_constructs import TrainingRun
+
+    run = TrainingRun.start("my-training", input={"hyperparameters": {"epochs": 5}})
+    status = run.wait(logs=True)          # group-labelled log lines as they come
+    print(status.succeeded, status.jobs[-1].model_artifacts)
+    run.logs(group="gpu")                 # every line of the gpu group's hosts
+    TrainingRun.attach(run.arn).stop()
+
+Any boto3 clients serve: AWS through the standard chain, or a local account
+(``hetero-train local serve``, with ``AWS_ENDPOINT_URL``). Nothing assumes a terminal: ``wait``
+prints plain lines to ``out`` (standard output by default) or nowhere (``out=None``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.execution import (
+    TrainingJob,
+    describe_execution,
+    read_run,
+    run_summary,
+    utc_now,
+)
+from hetero_constructs.runs.inputs import (
+    InputCheck,
+    check_input,
+    find_submit_tasks,
+    overrides_to_check,
+)
+from hetero_constructs.runs.logs import LogLine
+from hetero_constructs.runs.stop import StopOutcome, stop_run
+from hetero_constructs.runs.watch import RunWatch
+from hetero_constructs.spec.violations import Violation
+
+_STDOUT = object()  # ``wait``'s default: standard output as it is when called
+
+
+class RunInputError(ValueError):
+    """The execution input would be refused by a training task: nothing was started."""
+
+    def __init__(self, violations: list[Violation]) -> None:
+        self.violations = violations
+        listed = "; ".join(f"[{v.rule}] {v.path or '(input)'}: {v.problem}" for v in violations)
+        super().__init__(f"the execution input would be refused (nothing was started): {listed}")
+
+
+@dataclass(frozen=True)
+class InputReport:
+    """What was checked of an execution input before starting: each task's check, and a
+    one-line note for each task whose overrides could not be checked."""
+
+    checks: list[InputCheck]
+    notes: list[str]
+    has_tasks: bool
+
+    @property
+    def violations(self) -> list[Violation]:
+        return [v for check in self.checks for v in check.violations]
+
+
+def check_run_input(
+    definition: Mapping[str, Any], execution_input: Any, execution_name: str
+) -> InputReport:
+    """Check ``execution_input`` against every training task of ``definition`` as the task
+    will see it (``runs.inputs``)."""
+    tasks = find_submit_tasks(definition)
+    checks: list[InputCheck] = []
+    notes: list[str] = []
+    for planned in overrides_to_check(tasks, execution_input):
+        if planned.note:
+            notes.append(planned.note)
+        if planned.checked:
+            checks.append(check_input(planned.task, planned.value, execution_name))
+    return InputReport(checks, notes, bool(tasks))
+
+
+@dataclass(frozen=True)
+class JobStatus:
+    """One training job of a run, as last described."""
+
+    name: str
+    attempt: str | None
+    status: str | None
+    secondary_status: str | None
+    failure_reason: str | None
+    model_artifacts: str | None
+    billable_seconds: float | None
+    instance_groups: dict[str, int]
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """A run as read now: its execution, its jobs and why it failed.
+
+    ``summary`` is the same mapping ``hetero-train status --json`` prints.
+    """
+
+    execution_arn: str
+    name: str
+    status: str
+    ended: bool
+    succeeded: bool
+    failure_reason: str | None
+    jobs: list[JobStatus]
+    summary: dict[str, Any]
+
+    def __str__(self) -> str:
+        text = f"{self.name}: {self.status}"
+        return f"{text} ({self.failure_reason})" if self.failure_reason else text
+
+
+def _job_status(job: TrainingJob, now: datetime) -> JobStatus:
+    return JobStatus(
+        job.name,
+        job.attempt,
+        job.status,
+        job.secondary_status,
+        job.failure_reason,
+        job.model_artifacts,
+        job.billable_seconds(now),
+        job.instance_groups,
+    )
+
+
+class TrainingRun:
+    """One execution of a state machine with hetero-constructs training tasks."""
+
+    def __init__(self, execution_arn: str, *, clients: RunClients | None = None) -> None:
+        self.arn = execution_arn
+        self.clients = clients or RunClients.create()
+        #: When StartExecution started it (``start`` only).
+        self.start_date: datetime | None = None
+
+    def __repr__(self) -> str:
+        return f"TrainingRun({self.arn!r})"
+
+    @property
+    def name(self) -> str:
+        return self.arn.rsplit(":", 1)[-1]
+
+    # -- starting and finding ---------------------------------------------------------------
+
+    @classmethod
+    def start(
+        cls,
+        state_machine: str,
+        input: Any = None,
+        *,
+        name: str | None = None,
+        check: bool = True,
+        clients: RunClients | None = None,
+    ) -> TrainingRun:
+        """Start an execution of ``state_machine`` (ARN or name) with ``input``.
+
+        With ``check`` (the default) the input is first checked as each training task will
+        see it; ``RunInputError`` (with ``violations``) when a task would refuse it.
+        """
+        clients = clients or RunClients.create()
+        arn = state_machine_arn(clients.stepfunctions, state_machine)
+        execution_input = {} if input is None else input
+        name = name or f"run-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 9973}"
+        if check:
+            described = clients.stepfunctions.describe_state_machine(stateMachineArn=arn)
+            report = check_run_input(json.loads(described["definition"]), execution_input, name)
+            if report.violations:
+                raise RunInputError(report.violations)
+        started = clients.stepfunctions.start_execution(
+            stateMachineArn=arn, name=name, input=json.dumps(execution_input)
+        )
+        run = cls(str(started["executionArn"]), clients=clients)
+        run.start_date = started.get("startDate")
+        return run
+
+    @classmethod
+    def attach(cls, execution_arn: str, *, clients: RunClients | None = None) -> TrainingRun:
+        """The run of an execution that exists (``LookupError`` when it does not)."""
+        run = cls(execution_arn, clients=clients)
+        try:
+            describe_execution(run.clients.stepfunctions, execution_arn)
+        except run.clients.stepfunctions.exceptions.ExecutionDoesNotExist:
+            raise LookupError(f"no execution {execution_arn!r}") from None
+        return run
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def status(self) -> RunStatus:
+        """The execution and its training jobs, read now."""
+        execution, jobs = read_run(self.clients.stepfunctions, self.clients.sagemaker, self.arn)
+        now = utc_now()
+        summary = run_summary(execution, jobs, now)
+        return RunStatus(
+            execution.arn,
+            execution.name,
+            execution.status,
+            execution.ended,
+            execution.status == "SUCCEEDED",
+            summary["failureReason"],
+            [_job_status(job, now) for job in jobs],
+            summary,
+        )
+
+    def jobs(self) -> list[TrainingJob]:
+        """The run's training jobs (every attempt), each described now."""
+        return read_run(self.clients.stepfunctions, self.clients.sagemaker, self.arn)[1]
+
+    def logs(self, group: str | None = None) -> list[LogLine]:
+        """Every log line of the run's jobs so far, in time order, labelled with host and
+        instance group; ``group``: that instance group's hosts only."""
+        watch = RunWatch(self.clients, self.arn, read_history=False)
+        lines = watch.poll().lines
+        return [line for line in lines if group is None or line.group == group]
+
+    def wait(
+        self,
+        logs: bool = False,
+        *,
+        out: TextIO | Any | None = _STDOUT,
+        poll_seconds: float = 5.0,
+        timeout: float | None = None,
+        log_grace: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> RunStatus:
+        """Wait for the run to end and return its status; ``TimeoutError`` after ``timeout``.
+
+        Prints each job's status changes (and, with ``logs``, every host's lines labelled
+        with host and instance group) to ``out`` as they come. After the run ends, its jobs'
+        streams are read on for up to ``log_grace`` seconds, until two polls bring nothing.
+        """
+        stream: TextIO | None = sys.stdout if out is _STDOUT else out
+        watch = RunWatch(self.clients, self.arn, read_history=False, log_grace=log_grace)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            update = watch.poll(logs=logs)
+            if stream is not None:
+                shown = [
+                    (
+                        transition.get("StartTime"),
+                        f"{job.name} {transition.get('Status')}: "
+                        + str(transition.get("StatusMessage") or ""),
+                    )
+                    for job, transition in update.transitions
+                ]
+                shown += [
+                    (line.timestamp, f"[{line.label()}] {line.message}") for line in update.lines
+                ]
+                # In time order (stable: at equal times, a status before the lines it brings).
+                for moment, text in sorted(shown, key=lambda item: _seconds(item[0])):
+                    stream.write(f"{_clock(moment)} {text}\n")
+                stream.flush()
+            if watch.ended and watch.drained:
+                break
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"{self.name} had not ended after {timeout} s")
+            sleep(poll_seconds)
+        status = self.status()
+        if stream is not None:
+            stream.write(f"{status}\n")
+            stream.flush()
+        return status
+
+    # -- steering ---------------------------------------------------------------------------
+
+    def stop(self, cause: str = "Stopped from TrainingRun.stop") -> StopOutcome:
+        """Stop the execution and its training jobs still in progress."""
+        return stop_run(self.clients, self.arn, cause=cause)
+
+
+def state_machine_arn(stepfunctions: Any, state_machine: str) -> str:
+    """The ARN of a state machine given by ARN or name (``LookupError`` when none is)."""
+    if state_machine.startswith("arn:") and ":stateMachine:" in state_machine:
+        return state_machine
+    names = []
+    for page in stepfunctions.get_paginator("list_state_machines").paginate():
+        for machine in page["stateMachines"]:
+            if machine["name"] == state_machine:
+                return str(machine["stateMachineArn"])
+            names.append(machine["name"])
+    raise LookupError(
+        f"no state machine is named {state_machine!r}; here: {', '.join(sorted(names)) or 'none'}"
+    )
+
+
+def _seconds(moment: Any) -> float:
+    if not isinstance(moment, datetime):
+        return float("inf")
+    # To the millisecond, as CloudWatch stamps log lines (a status's microseconds would put
+    # it after the lines it brings).
+    return float(int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000))
+
+
+def _clock(moment: Any) -> str:
+    return moment.strftime("%H:%M:%S") if isinstance(moment, datetime) else "--:--:--"
+
+
+__all__ = [
+    "InputReport",
+    "JobStatus",
+    "RunInputError",
+    "RunStatus",
+    "TrainingRun",
+    "check_run_input",
+    "state_machine_arn",
+]
