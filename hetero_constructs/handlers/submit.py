@@ -21,6 +21,7 @@ import boto3
 from botocore.exceptions import ClientError
 
 from hetero_constructs.handlers import control, outcome, token_store
+from hetero_constructs.handlers.data_secret import with_data_secret
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.naming import RunSlot, attempt_job_name
 
@@ -333,7 +334,7 @@ class Submission:
             token_store.forget_job(self.dynamodb, name)  # never to be created
             raise
         try:
-            self.sagemaker.create_training_job(**request)
+            self.sagemaker.create_training_job(**with_data_secret(request))
         except ClientError as error:
             return self.create_failed(error, item, request, failures)
         except Exception:
