@@ -190,3 +190,14 @@ def test_the_local_account_serves_runs_as_aws_does(account: str) -> None:
     a_users_pipeline_runs_with_its_own_input()
     the_python_api_starts_follows_and_reads_a_run()
     plain_boto3_sees_the_account()
+
+
+def test_serve_names_a_template_that_is_not_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = cli("local", "serve", str(tmp_path / "Missing.template.json"))
+    assert (code, out) == (1, "")
+    assert "does not exist; run `cdk synth` first" in capsys.readouterr().err
+    code, _ = cli("local", "serve", str(tmp_path), "--outcome", "Crashed")
+    assert code == 1  # the template is checked first: the directory holds none
+    assert "is a directory" in capsys.readouterr().err
