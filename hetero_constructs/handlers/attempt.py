@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from hetero_constructs.handlers import outcome
+from hetero_constructs.handlers.data_secret import DATA_SECRET_ENV
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.naming import RunSlot
 
 if TYPE_CHECKING:
     from hetero_constructs.spec.violations import Violation
 
-# Environment values a job gets that differ between two sends of the same request (a per-job
-# secret): they are left out of the request's digest.
-VOLATILE_ENVIRONMENT = frozenset({"HETERO_DATA_SECRET"})
+# Environment values a job gets that differ between two sends of the same request (the per-job
+# data-plane secret, added as the request is sent): they are left out of the request's digest.
+VOLATILE_ENVIRONMENT = frozenset({DATA_SECRET_ENV})
 
 
 @dataclass(frozen=True)

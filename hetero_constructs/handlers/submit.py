@@ -32,6 +32,7 @@ from hetero_constructs.handlers.attempt import (
     request_digest,
     with_markers,
 )
+from hetero_constructs.handlers.data_secret import with_data_secret
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.naming import attempt_job_name
 
@@ -272,7 +273,7 @@ class Submission:
             return self.name_taken(item, None)
         self.stop_cancelled_jobs(name)
         try:
-            self.sagemaker.create_training_job(**request)
+            self.sagemaker.create_training_job(**with_data_secret(request))
         except ClientError as error:
             return self.create_failed(error, item, request, failures)
         except Exception:
