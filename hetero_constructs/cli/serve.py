@@ -39,7 +39,13 @@ def outcome_option(function: click.decorators.FC) -> click.decorators.FC:
 
 @local.command()
 @click.argument("templates", nargs=-1, required=True, metavar="TEMPLATE...")
-@click.option("--port", type=click.IntRange(0, 65535), default=5055, show_default=True)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=5055,
+    show_default=True,
+    help="the port on 127.0.0.1 (only) to serve on; 0: a free one",
+)
 @click.option("--region", help="the account's region (default: the first template's)")
 @outcome_option
 @click.option(

@@ -13,9 +13,10 @@ logging as it goes, to the outcome scripted for it (``outcomes``, in creation or
 
 What moto's own CloudFormation does here: each stack is registered with ``CreateStack`` and its
 outputs, so ``DescribeStacks`` (and ``hetero-train run STACK/CONSTRUCT``) finds its state
-machines. The resources themselves are created by the local deployer (``deploy``), for the
-gaps moto's CloudFormation leaves: it does not run Lambda code from cdk.out assets, nor deliver
-AWS service events to rules, nor resolve every intrinsic a CDK template uses.
+machines. The resources themselves are created by the local deployer (``deploy``): moto 5's
+CreateStack stops at a CDK template's bootstrap version parameter (an SSM parameter), then at
+its first Lambda function (the code is fetched from the bootstrap bucket the assets were never
+published to), and it runs no Lambda code nor delivers service events anyway.
 """
 
 from __future__ import annotations

@@ -149,7 +149,14 @@ def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str
     synthesized = plan(
         spec_from_dict(payload["spec"]), Deployment(job_name=name, **payload["deployment"])
     ).request_or_raise()
-    # Only the per-attempt job name and the run's marker tags differ from the synthesized request.
+    # Only the per-attempt job name, the run's marker tags and the job's data-plane secret
+    # (fresh for every job, docs/data-plane.md) differ from the synthesized request.
+    secret = submitted["Environment"]["HETERO_DATA_SECRET"]
+    assert len(secret) == 64
+    synthesized["Environment"] = {
+        **synthesized.get("Environment", {}),
+        "HETERO_DATA_SECRET": secret,
+    }
     synthesized["TrainingJobName"] = name
     synthesized["HyperParameters"]["sagemaker_job_name"] = json.dumps(name)
     markers = [t for t in submitted["Tags"] if t["Key"].startswith("hetero-constructs:")]
