@@ -155,7 +155,7 @@ def test_the_check_sees_the_imports_it_must() -> None:
     assert "hetero_constructs.spec.file.safe_yaml" in GRAPH["hetero_constructs.spec.file.text"]
     # ``from package import module`` (a handler's sibling), and the library it validates with.
     assert "hetero_constructs.handlers.outcome" in GRAPH["hetero_constructs.handlers.submit"]
-    assert "hetero_constructs.planning" in GRAPH["hetero_constructs.handlers.submit"]
+    assert "hetero_constructs.planning" in GRAPH["hetero_constructs.handlers.attempt"]
     # An entry point of lambda/ imports its handler.
     assert "hetero_constructs.handlers.submit" in GRAPH["lambda.submit"]
     assert layer_of("hetero_constructs.checks.rules.api.job_inputs") == LAYERS.index(

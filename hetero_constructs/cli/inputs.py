@@ -4,10 +4,15 @@ as each training task will see it)."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from hetero_constructs.cli.output import CliError
+
+# Step Functions' limit on an execution's input (StartExecution, 256 KiB).
+MAX_INPUT_BYTES = 262_144
 
 
 def read_input(text: str | None) -> Any:
@@ -18,7 +23,7 @@ def read_input(text: str | None) -> Any:
     if text.startswith("@"):
         path = Path(text[1:])
         try:
-            text = path.read_text(encoding="utf-8")
+            text = _read_input_file(path)
         except (OSError, UnicodeDecodeError) as error:
             raise CliError(
                 f"The input file cannot be read. Given: {str(path)!r}. Allowed: a readable "
@@ -40,6 +45,19 @@ def read_input(text: str | None) -> Any:
             'Allowed: a JSON object such as \'{"hyperparameters": {"epochs": 5}}\'. '
             "Fix: quote the JSON for the shell, or put it in a file and pass --input @file."
         ) from None
+
+
+def _read_input_file(path: Path) -> str:
+    """A regular file of at most ``MAX_INPUT_BYTES``, read without blocking (a FIFO, a device
+    or a link to one is refused before anything is read)."""
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(f"{path} is not a regular file; give the input file itself")
+        data = stream.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise OSError(f"the file holds more than {MAX_INPUT_BYTES:,} bytes, Step Functions' limit")
+    return data.decode("utf-8")
 
 
 def _not_json(literal: str) -> Any:

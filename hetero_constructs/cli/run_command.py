@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import secrets
 from datetime import UTC, datetime
-from typing import Any
 
 import click
 from rich.text import Text
@@ -38,10 +37,24 @@ from hetero_constructs.runs.execution import (
 from hetero_constructs.runs.training_run import TrainingRun, check_run_input
 
 
-def _execution_name_limit(stepfunctions: Any) -> int:
-    """StartExecution's limit on the name, from the client's service model."""
-    operation = stepfunctions.meta.service_model.operation_model("StartExecution")
+def _execution_name_limit() -> int:
+    """StartExecution's limit on the name, from botocore's service model."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("stepfunctions")
+    operation = model.operation_model("StartExecution")
     return int(operation.input_shape.members["name"].metadata["max"])
+
+
+def _checked_name(name: str) -> str:
+    """The execution name, if Step Functions takes its length (a local run too)."""
+    limit = _execution_name_limit()
+    if len(name) > limit:
+        raise CliError(
+            f"The execution name has {len(name)} characters. Given: {name!r}. Allowed: 1 to "
+            f"{limit} characters (letters, digits, - and _). Fix: pass a shorter --name."
+        )
+    return name
 
 
 def _new_execution_name(now: datetime) -> str:
@@ -136,6 +149,7 @@ def run(
     and the run happens in the local runner, shown the same way, then each job's exact
     CreateTrainingJob request."""
     out = command_output(json_flag)
+    name = _checked_name(name or _new_execution_name(datetime.now(UTC)))
     if local:
         from hetero_constructs.cli.local_run import run_local  # needs the local extra (moto)
 
@@ -144,7 +158,7 @@ def run(
             out,
             template,
             input_text=input_text,
-            name=name or _new_execution_name(datetime.now(UTC)),
+            name=name,
             check=check,
             follow=follow,
             state_machine=state_machine,
@@ -157,15 +171,8 @@ def run(
         )
     aws = aws_from(profile, region, endpoint_url)
     execution_input = read_input(input_text)
-    name = name or _new_execution_name(datetime.now(UTC))
     session = aws.session()
     stepfunctions = aws.client("stepfunctions", session)
-    limit = _execution_name_limit(stepfunctions)
-    if len(name) > limit:
-        raise CliError(
-            f"The execution name has {len(name)} characters. Given: {name!r}. Allowed: 1 to "
-            f"{limit} characters (letters, digits, - and _). Fix: pass a shorter --name."
-        )
     machine = resolve_state_machine(
         target, stepfunctions=stepfunctions, cloudformation=aws.client("cloudformation", session)
     )

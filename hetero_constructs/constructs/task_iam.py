@@ -241,7 +241,8 @@ def control_statements(
     if machines:
         statements += [
             permissions.allow(
-                ["states:SendTaskSuccess", "states:SendTaskFailure"],
+                # Heartbeat: whether a job's task is still open (a cancelled task's is not).
+                ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
                 [m.arn for m in machines],
             ),
             # Whether the execution still runs: a job whose execution ended is stopped.

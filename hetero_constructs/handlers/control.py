@@ -13,17 +13,19 @@ from typing import Any
 
 import boto3
 
+from hetero_constructs.handlers import environment
+
 _SESSION_SECONDS = 3600
 _REFRESH_MARGIN = 600
 _credentials: dict[str, tuple[float, dict[str, str]]] = {}
-_clients: dict[tuple[str, str, int], Any] = {}
+_clients: dict[tuple[str, str, int, str | None], Any] = {}
 
 
 def _assumed(role_arn: str) -> dict[str, str]:
     cached = _credentials.get(role_arn)
     if cached is not None and cached[0] > time.time() + _REFRESH_MARGIN:
         return cached[1]
-    answer = boto3.client("sts").assume_role(
+    answer = boto3.client("sts", region_name=environment.region()).assume_role(
         RoleArn=role_arn, RoleSessionName="hetero-constructs", DurationSeconds=_SESSION_SECONDS
     )["Credentials"]
     credentials = {
@@ -43,10 +45,11 @@ def client(role_arn: str, service: str) -> Any:
     """A client of ``service`` with the role's credentials (the default session's hooks apply)."""
     credentials = _assumed(role_arn)
     # Clients belong to the default session (its event hooks); a new session gets new clients.
-    key = (role_arn, service, id(boto3.DEFAULT_SESSION))
+    region = environment.region()
+    key = (role_arn, service, id(boto3.DEFAULT_SESSION), region)
     existing = _clients.get(key)
     if existing is None:
-        existing = _clients[key] = boto3.client(service, **credentials)
+        existing = _clients[key] = boto3.client(service, region_name=region, **credentials)
     return existing
 
 

@@ -3,10 +3,13 @@
 - "SageMaker Training Job State Change" (Completed, Failed, Stopped): settle the job: its
   waiting task gets its success or failure (the job is described again: the event is a hint).
 - "Step Functions Execution Status Change" (ABORTED, TIMED_OUT, FAILED): stop every job of that
-  execution, so that no instance keeps running for an execution that is gone.
+  execution once DescribeExecution confirms that the run the job belongs to has ended (the
+  event may be late, replayed, or from before a redrive or a re-created state machine).
 - The schedule (``{"action": "reconcile"}``): converge whatever events were lost. A waiting
-  task whose job has ended is settled; a job whose execution is no longer running is stopped; a
-  job item whose job was never created, or whose name is someone else's job, is forgotten.
+  task whose job has ended is settled; a job whose execution is no longer running, or whose
+  task no longer waits (its token refuses a heartbeat: a cancelled Parallel branch or Map
+  iteration, a caught timeout), is stopped; a job item whose job was never created, or whose
+  name is someone else's job, is forgotten; an item that does not parse is reported once.
 - ``{"action": "replay-dead-letters"}``: process the events that failed before (the dead-letter
   queue), once the cause is fixed.
 
@@ -15,8 +18,9 @@ Every path is idempotent and safe to run concurrently with the others.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-import os
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
@@ -24,7 +28,7 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, outcome, token_store
+from hetero_constructs.handlers import control, environment, outcome, token_store
 from hetero_constructs.run import lifecycle
 
 T = TypeVar("T")
@@ -35,6 +39,8 @@ MAX_JOB_NAME = 63
 MAX_KEY = 2048
 # A job item without its job is left alone this long: the submit Lambda may still be creating it.
 CREATION_GRACE_SECONDS = 15 * 60
+# An item that does not parse is kept this long after it is reported (for a look at it).
+QUARANTINE_SECONDS = 14 * 24 * 3600
 
 
 def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
@@ -71,7 +77,7 @@ def on_training_job_change(detail: dict[str, Any], dynamodb: Any) -> str:
     if job is None or job.get("TrainingJobStatus") not in outcome.TERMINAL:
         return "ignored: not ended yet"
     if not outcome.is_own_job(sagemaker, item, job):
-        token_store.forget_job(dynamodb, name)  # the name is taken: the submit fails the task
+        token_store.forget_job(dynamodb, item)  # the name is taken: the submit fails the task
         return "ignored: another job of this name"
     stepfunctions = control.client(item.role_arn, "stepfunctions")
     return f"reported {outcome.settle(dynamodb, stepfunctions, item, job)}"
@@ -115,7 +121,13 @@ class StopIncomplete(Exception):
 
 
 def _stop_own(item: token_store.JobItem) -> str:
-    """Stop the job ``item`` waits for, never another job of the same name."""
+    """Stop the job ``item`` waits for, never another job of the same name, and only once Step
+    Functions confirms that the run it belongs to has ended."""
+    stepfunctions = control.client(item.role_arn, "stepfunctions")
+    if not outcome.run_has_ended(
+        outcome.describe_execution(stepfunctions, item.execution_arn), item
+    ):
+        return f"run goes on: {item.name}"
     sagemaker = control.client(item.role_arn, "sagemaker")
     job = _describe(sagemaker, item.name)
     if job is None:
@@ -137,12 +149,22 @@ def reconcile(dynamodb: Any, now: float | None = None) -> dict[str, int]:
     the pass goes on, then raises ``ReconcileIncomplete`` naming the items it could not reach.
     """
     now = time.time() if now is None else now
+    parsed: list[token_store.JobItem] = []
+    malformed: list[str] = []
+    for raw in token_store.all_jobs(dynamodb):
+        try:
+            parsed.append(token_store.JobItem.parse(raw))
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            key = str((raw.get("pk") or {}).get("S"))
+            # Reported once (this pass fails: the errors alarm), then skipped; it expires.
+            if token_store.quarantine(dynamodb, key, QUARANTINE_SECONDS):
+                malformed.append(f"{key[:200]}: malformed item: {type(error).__name__}: {error}")
+                print(json.dumps({"level": "ERROR", "malformed_item": key[:200]}), file=sys.stderr)
     kinds, failed = _one_by_one(
-        token_store.all_jobs(dynamodb),
-        lambda raw: _reconcile_one(dynamodb, token_store.JobItem.parse(raw), now),
-        lambda raw: str((raw.get("pk") or {}).get("S"))[:200],
+        parsed, lambda item: _reconcile_one(dynamodb, item, now), lambda item: item.name
     )
-    done = {"settled": 0, "stopped": 0, "forgotten": 0, "running": 0}
+    failed = malformed + failed
+    done = {"settled": 0, "stopped": 0, "cancelled": 0, "forgotten": 0, "running": 0}
     for kind in filter(None, kinds):
         done[kind] += 1
     if failed:
@@ -157,29 +179,46 @@ def _reconcile_one(dynamodb: Any, item: token_store.JobItem, now: float) -> str:
     job = _describe(sagemaker, item.name)
     if job is None:
         if now - item.created_at > CREATION_GRACE_SECONDS:
-            token_store.forget_job(dynamodb, item.name)  # the job was never created
+            token_store.forget_job(dynamodb, item)  # the job was never created
             return "forgotten"
         return ""
     ended = job.get("TrainingJobStatus") in outcome.TERMINAL
-    orphaned = not ended and not outcome.execution_running(stepfunctions, item.execution_arn)
-    if (ended or orphaned) and not outcome.is_own_job(sagemaker, item, job):
-        token_store.forget_job(dynamodb, item.name)  # someone else's job of this name
+    orphaned = not ended and outcome.run_has_ended(
+        outcome.describe_execution(stepfunctions, item.execution_arn), item
+    )
+    # A task that no longer waits (cancelled with its Parallel branch or Map iteration, or
+    # timed out under a Catch) while its execution runs on: nobody will read this job.
+    cancelled = not ended and not orphaned and not outcome.heartbeat(stepfunctions, item.task_token)
+    if (ended or orphaned or cancelled) and not outcome.is_own_job(sagemaker, item, job):
+        token_store.forget_job(dynamodb, item)  # someone else's job of this name
         return "forgotten"
     if ended:
         outcome.settle(dynamodb, stepfunctions, item, job)
         return "settled"
-    if orphaned:
+    if orphaned or cancelled:
+        if cancelled:
+            _release(dynamodb, item)
         if job.get("TrainingJobStatus") == "InProgress":
             _stop(sagemaker, item.name)
-            return "stopped"
+            return "cancelled" if cancelled else "stopped"
         return ""
     return "running"
 
 
+def _release(dynamodb: Any, item: token_store.JobItem) -> None:
+    """The slot no longer names a cancelled task's job: a retry of its task starts a fresh
+    attempt instead of taking over a job that is being stopped."""
+    slot = token_store.get_slot(dynamodb, item.slot)
+    if slot is None or slot.job != item.name:
+        return
+    released = dataclasses.replace(slot, job=None, reported=False)
+    token_store.put_slot(dynamodb, released, outcome.SLOT_TTL_SECONDS, only_if_job=item.name)
+
+
 def replay_dead_letters(dynamodb: Any, max_messages: int = 1000) -> dict[str, int]:
     """Process the dead-lettered events again; each is deleted once it went through."""
-    sqs = boto3.client("sqs")
-    queue = os.environ["DEAD_LETTER_QUEUE"]
+    sqs = boto3.client("sqs", region_name=environment.region())
+    queue = environment.required("DEAD_LETTER_QUEUE")
     done = {"replayed": 0, "failed": 0}
     while done["replayed"] + done["failed"] < max_messages:
         messages = sqs.receive_message(
@@ -219,7 +258,7 @@ def dispatch(event: dict[str, Any], dynamodb: Any) -> Any:
 
 
 def handler(event: dict[str, Any], context: Any = None) -> Any:
-    return dispatch(event, boto3.client("dynamodb"))
+    return dispatch(event, boto3.client("dynamodb", region_name=environment.region()))
 
 
 __all__ = [

@@ -8,7 +8,9 @@ next event or reconcile pass, because the job item is deleted last.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -18,6 +20,8 @@ from hetero_constructs.run import lifecycle
 
 TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
 MAX_CAUSE = 32768
+# What an oversize cause keeps of each of its four documented keys.
+_CUT_CAUSE_VALUE = 4096
 _TASK_GONE = ("TaskDoesNotExist", "TaskTimedOut", "InvalidToken")
 # A slot outlives its jobs: it is kept for the longest a run can retry (28-day jobs and more).
 SLOT_TTL_SECONDS = 60 * 24 * 3600
@@ -31,7 +35,7 @@ def send_failure(stepfunctions: Any, task_token: str, error: str, cause: dict[st
     """Fail the task with an error name and a JSON cause (cut to Step Functions' limit)."""
     text = json.dumps(cause, default=str)
     if len(text) > MAX_CAUSE:
-        text = json.dumps({**{k: cause.get(k) for k in list(cause)[:4]}, "truncated": True})
+        text = json.dumps(_cut_cause(cause), default=str)
     try:
         stepfunctions.send_task_failure(taskToken=task_token, error=error, cause=text)
     except ClientError as failure:
@@ -39,6 +43,75 @@ def send_failure(stepfunctions: Any, task_token: str, error: str, cause: dict[st
             raise
         return "task gone"
     return error
+
+
+def _cut_cause(cause: dict[str, Any]) -> dict[str, Any]:
+    """The four documented keys of a cause, each cut so that its JSON takes at most
+    ``_CUT_CAUSE_VALUE`` characters (JSON writes one character as at most 12)."""
+    cut: dict[str, Any] = {}
+    for key in ("TrainingJobName", "TrainingJobStatus", "SecondaryStatus", "FailureReason"):
+        value = cause.get(key)
+        if value is None:
+            cut[key] = None
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, default=str)
+        fitted = text[:_CUT_CAUSE_VALUE]
+        if len(json.dumps(fitted)) > _CUT_CAUSE_VALUE:
+            fitted = text[: _CUT_CAUSE_VALUE // 12]
+        cut[key] = fitted
+    return {**cut, "truncated": True}
+
+
+def heartbeat(stepfunctions: Any, task_token: str) -> bool:
+    """Whether the task holding ``task_token`` still waits: a token whose task was closed by any
+    cause (its execution ended, its Parallel branch or Map iteration was cancelled, its own
+    timeout) answers an error."""
+    try:
+        stepfunctions.send_task_heartbeat(taskToken=task_token)
+    except ClientError as failure:
+        if error_code(failure) not in _TASK_GONE:
+            raise
+        return False
+    return True
+
+
+def describe_execution(stepfunctions: Any, execution_arn: str) -> dict[str, Any] | None:
+    """DescribeExecution, or None for an execution that does not exist (any more)."""
+    try:
+        return dict(stepfunctions.describe_execution(executionArn=execution_arn))
+    except ClientError as failure:
+        if error_code(failure) == "ExecutionDoesNotExist":
+            return None
+        raise
+
+
+def same_moment(recorded: str, described: Any) -> bool:
+    """Whether the execution start the task's context gave (ISO 8601 text) is DescribeExecution's
+    ``startDate`` (an empty ``recorded``, from an item written before it was kept, matches)."""
+    if not recorded:
+        return True
+    try:
+        then = datetime.fromisoformat(recorded.replace("Z", "+00:00"))
+    except ValueError:
+        return bool(recorded == str(described))
+    if not isinstance(described, datetime):
+        return False
+    if then.tzinfo is None or described.tzinfo is None:
+        then, described = then.replace(tzinfo=None), described.replace(tzinfo=None)
+    return bool(abs((then - described).total_seconds()) < 0.001)
+
+
+def run_has_ended(execution: dict[str, Any] | None, item: token_store.JobItem) -> bool:
+    """Whether Step Functions confirms that the run ``item``'s job belongs to has ended: the
+    execution is gone, or it has ended and is the run the job was created in (its start date;
+    a redrive since counts too, the job's run ended before it)."""
+    if execution is None:
+        return True
+    if execution.get("status") == "RUNNING":
+        return False  # still running, or redriven: the task's token says whether it waits
+    if not same_moment(item.execution_start, execution.get("startDate")):
+        return False  # another execution of the same ARN (a re-created state machine)
+    return int(execution.get("redriveCount") or 0) >= item.redrive_count
 
 
 def execution_running(stepfunctions: Any, execution_arn: str) -> bool:
@@ -69,10 +142,12 @@ def is_own_job(sagemaker: Any, item: token_store.JobItem, job: dict[str, Any]) -
         return False
     tags = sagemaker.list_tags(ResourceArn=job["TrainingJobArn"]).get("Tags", [])
     found = {tag["Key"]: tag["Value"] for tag in tags}
+    slot, _, digest = found.get(lifecycle.TAG_SLOT, "").partition(lifecycle.SLOT_TAG_SEPARATOR)
     return (
         found.get(lifecycle.TAG_EXECUTION) == item.execution_arn
-        and found.get(lifecycle.TAG_SLOT) == item.slot
+        and slot == item.slot
         and found.get(lifecycle.TAG_ATTEMPT) == str(item.attempt)
+        and (not item.request_digest or digest == item.request_digest)
     )
 
 
@@ -109,19 +184,18 @@ def settle(
     failures = (slot.capacity_failures if slot else 0) + (1 if capacity and not counted else 0)
 
     def record(reported: bool) -> None:
-        token_store.put_slot(
-            dynamodb,
-            token_store.SlotItem(
-                item.slot,
-                item.name,
-                item.attempt,
-                item.variant,
-                reported,
-                failures if reported else (slot.capacity_failures if slot else 0),
-            ),
-            SLOT_TTL_SECONDS,
-            only_if_job=item.name,
+        written = token_store.SlotItem(
+            item.slot,
+            item.name,
+            item.attempt,
+            item.variant,
+            reported,
+            failures if reported else (slot.capacity_failures if slot else 0),
+            holder=max(slot.holder if slot else 0, item.token_holder),
         )
+        if slot is not None:
+            written = dataclasses.replace(written, version=slot.version)
+        token_store.put_slot(dynamodb, written, SLOT_TTL_SECONDS, only_if_job=item.name)
 
     record(True)
     status = report(stepfunctions, item.task_token, job, item.attempt, item.variant)
@@ -132,17 +206,21 @@ def settle(
         # finds the task gone because that one was heard: rewinding would hand this job's
         # end to the next attempt (a Retry of the task) as if it were its own.
         record(False)
-    token_store.forget_job(dynamodb, item.name)
+    token_store.forget_job(dynamodb, item)
     return status
 
 
 __all__ = [
     "SLOT_TTL_SECONDS",
     "TERMINAL",
+    "describe_execution",
     "error_code",
     "execution_running",
+    "heartbeat",
     "is_own_job",
     "report",
+    "run_has_ended",
+    "same_moment",
     "send_failure",
     "settle",
 ]

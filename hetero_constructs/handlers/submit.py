@@ -7,23 +7,34 @@ raised so that the task's own retry runs the submission again.
 
 Idempotent per attempt: a retried invocation finds the job its slot already has (an earlier
 invocation created it, then failed to return) and continues it instead of creating a second.
+Every write is conditional (docs/lifecycle.md): of two racing invocations one creates the job,
+the other changes nothing; a late invocation of an earlier attempt never touches a newer one.
 The package carries the core (the same rules as at synth) and the botocore SageMaker model the
 spec was validated against (``AWS_DATA_PATH``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, outcome, token_store
+from hetero_constructs.handlers import control, environment, outcome, token_store
+from hetero_constructs.handlers.attempt import (
+    InvalidOverrides,
+    Run,
+    describe,
+    is_ours,
+    prepare,
+    request_digest,
+    with_markers,
+)
 from hetero_constructs.handlers.data_secret import with_data_secret
 from hetero_constructs.run import lifecycle
-from hetero_constructs.run.naming import RunSlot, attempt_job_name
+from hetero_constructs.run.naming import attempt_job_name
 
 if TYPE_CHECKING:
     from hetero_constructs.spec.violations import Violation
@@ -45,6 +56,7 @@ TRANSIENT = frozenset(
 CREATION_POLL_SECONDS = 3.0
 # Time kept in hand at the end of an invocation (answering, the retry's own writes).
 _TIME_IN_HAND_SECONDS = 10.0
+_SLOT_TTL = outcome.SLOT_TTL_SECONDS
 
 
 class Throttled(Exception):
@@ -55,118 +67,10 @@ class Throttled(Exception):
 Throttled.__name__ = Throttled.__qualname__ = lifecycle.Errors.THROTTLED
 
 
-@dataclass(frozen=True)
-class Run:
-    """What the task passes besides the spec: the execution, the state entry, the token."""
-
-    slot: RunSlot
-    retry_count: int
-    task_token: str
-    control_role: str
-    runner_id: str
-    ttl_seconds: int
-
-    @staticmethod
-    def of(event: dict[str, Any]) -> Run:
-        context = event["context"]
-        return Run(
-            slot=RunSlot(
-                execution_arn=context["executionArn"],
-                execution_start=str(context.get("executionStartTime", "")),
-                state_name=str(context.get("stateName", "")),
-                state_entered=str(context.get("stateEnteredTime", "")),
-                job_key=str(event.get("jobKey") or ""),
-            ),
-            retry_count=int(context.get("retryCount") or 0),
-            task_token=context["taskToken"],
-            control_role=event["controlRoleArn"],
-            runner_id=event["runnerId"],
-            ttl_seconds=int(event["tokenTtlSeconds"]),
-        )
-
-
-class InvalidOverrides(Exception):
-    def __init__(self, violations: tuple[Violation, ...] | list[Violation]) -> None:
-        super().__init__("the execution input breaks the spec")
-        self.violations = list(violations)
-
-
-def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict[str, Any], int]:
-    """The attempt's request (and the variant it runs), named by ``name_of(prefix)``, or
-    ``InvalidOverrides``. ``variant``: how many capacity failures the slot had so far.
-
-    The rules load here, on the first submission, not when the handler is imported: the
-    lifecycle paths of a cold start never need them.
-    """
-    from hetero_constructs.planning import plan
-    from hetero_constructs.request.context import Deployment
-    from hetero_constructs.run.overrides import apply_overrides
-    from hetero_constructs.spec import variants
-    from hetero_constructs.spec.file.reader import read_spec
-
-    overridden = apply_overrides(
-        event["spec"], event.get("input"), channel_prefixes=event.get("channelPrefixes")
-    )
-    if overridden.violations:
-        raise InvalidOverrides(overridden.violations)
-    reading = read_spec(overridden.spec)
-    if reading.spec is None:
-        raise InvalidOverrides(reading.violations)
-    prefix = event["jobNamePrefix"]
-    if overridden.job_name_prefix:
-        prefix = f"{prefix}-{overridden.job_name_prefix}"
-    deployment = Deployment(job_name=name_of(prefix), **event["deployment"])
-    chosen = variants.variant(reading.spec, variant)
-    result = plan(reading.spec, deployment, variant=chosen.index)
-    if result.request is None:
-        raise InvalidOverrides([*reading.violations, *result.violations])
-    return result.request, chosen.index
-
-
 def _bounded(violations: list[Violation]) -> tuple[Violation, ...]:
     from hetero_constructs.spec.violations import bounded
 
     return bounded(violations)
-
-
-def _marker_tags(run: Run, attempt: int) -> dict[str, str]:
-    return {
-        lifecycle.TAG_RUNNER: run.runner_id,
-        lifecycle.TAG_EXECUTION: run.slot.execution_arn,
-        lifecycle.TAG_SLOT: run.slot.digest,
-        lifecycle.TAG_ATTEMPT: str(attempt),
-    }
-
-
-def _with_markers(request: dict[str, Any], run: Run, attempt: int) -> dict[str, Any]:
-    markers = _marker_tags(run, attempt)
-    user_tags = [t for t in request.get("Tags", []) if t["Key"] not in markers]
-    return {**request, "Tags": [*user_tags, *({"Key": k, "Value": v} for k, v in markers.items())]}
-
-
-def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
-    try:
-        return dict(sagemaker.describe_training_job(TrainingJobName=name))
-    except ClientError as error:
-        if outcome.error_code(error) in ("ValidationException", "ResourceNotFound"):
-            return None
-        raise
-
-
-def _is_ours(sagemaker: Any, job: dict[str, Any], run: Run, attempt: int, request: Any) -> bool:
-    """Created by this very attempt: its marker tags, role and output are ours."""
-    tags = sagemaker.list_tags(ResourceArn=job["TrainingJobArn"]).get("Tags", [])
-    found = {t["Key"]: t["Value"] for t in tags}
-    markers = _marker_tags(run, attempt)
-    same_markers = all(found.get(key) == value for key, value in markers.items())
-    if request is None:
-        return same_markers
-    return (
-        same_markers
-        and job.get("RoleArn") == request.get("RoleArn")
-        and job.get("OutputDataConfig", {}).get("S3OutputPath")
-        == request["OutputDataConfig"]["S3OutputPath"]
-    )
 
 
 class Submission:
@@ -180,7 +84,7 @@ class Submission:
         if budget is None:
             budget = lifecycle.SUBMIT_TIMEOUT_SECONDS
         self.deadline = time.monotonic() + budget - _TIME_IN_HAND_SECONDS
-        self.dynamodb = boto3.client("dynamodb")
+        self.dynamodb = boto3.client("dynamodb", region_name=environment.region())
         self.sagemaker = control.client(self.run.control_role, "sagemaker")
         self.stepfunctions = control.client(self.run.control_role, "stepfunctions")
 
@@ -196,6 +100,11 @@ class Submission:
             return None
         return request
 
+    def lost(self, why: str) -> dict[str, Any]:
+        """A newer or racing invocation holds the slot: this one changes nothing."""
+        slot = token_store.get_slot(self.dynamodb, self.run.slot.digest)
+        return {"TrainingJobName": slot.job if slot else None, "superseded": why}
+
     def resume(self, slot: token_store.SlotItem) -> dict[str, Any] | None:
         """Continue the slot's job when an earlier invocation created it and it is unreported.
 
@@ -205,45 +114,64 @@ class Submission:
         if slot.job is None:
             return None
         if slot.reported:
-            done = _describe(self.sagemaker, slot.job)
+            done = describe(self.sagemaker, slot.job)
             if done is None or done.get("TrainingJobStatus") != "Completed":
                 return None  # it failed: this is a retry, which gets a new attempt
             # A refused attempt (ResourceLimitExceeded) is reported without a job: its name may
             # since be someone else's.
             request = self.own_request(slot, slot.job)
-            if request is None or not _is_ours(
+            if request is None or not is_ours(
                 self.sagemaker, done, self.run, slot.attempt, request
             ):
                 return None
             run = self.run
             outcome.report(self.stepfunctions, run.task_token, done, slot.attempt, slot.variant)
             return {"TrainingJobName": slot.job, "resumed": True}
-        job = _describe(self.sagemaker, slot.job)
+        job = describe(self.sagemaker, slot.job)
         if job is None:
             job = self.await_earlier_creation(slot.job, slot.written_at)
         request = self.own_request(slot, slot.job) if job is not None else None
         if job is None or request is None:
             return None  # the earlier invocation never created it: start a new attempt
-        if not _is_ours(self.sagemaker, job, self.run, slot.attempt, request):
+        if not is_ours(self.sagemaker, job, self.run, slot.attempt, request):
             # Someone else took the name in between: the marker tags can be copied (they are
             # derived from what the execution shows), the role and output path cannot.
             return None
-        item = token_store.JobItem(
-            slot.job,
-            self.run.task_token,
-            self.run.slot.execution_arn,
-            self.run.slot.digest,
-            slot.attempt,
-            slot.variant,
-            self.run.control_role,
-            int(time.time()),
-            request["RoleArn"],
-            request["OutputDataConfig"]["S3OutputPath"],
-        )
-        token_store.put_job(self.dynamodb, item, self.run.ttl_seconds)
+        # This attempt takes the job over: first the slot (a racing or older invocation that
+        # read the same version loses), then the job item (never over a newer attempt's token).
+        mine = self.run.retry_count
+        if mine > slot.holder and not token_store.put_slot(
+            self.dynamodb, dataclasses.replace(slot, holder=mine), _SLOT_TTL
+        ):
+            return self.lost("a racing invocation took the slot")
+        item = self.job_item(slot.job, slot.attempt, slot.variant, request)
+        if not token_store.put_job(self.dynamodb, item, self.run.ttl_seconds, take_over=True):
+            return self.lost("a newer attempt holds the job")
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
             outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         return {"TrainingJobName": slot.job, "resumed": True}
+
+    def job_item(
+        self, name: str, attempt: int, variant: int, request: dict[str, Any]
+    ) -> token_store.JobItem:
+        run = self.run
+        execution = outcome.describe_execution(self.stepfunctions, run.slot.execution_arn) or {}
+        return token_store.JobItem(
+            name,
+            run.task_token,
+            run.slot.execution_arn,
+            run.slot.digest,
+            attempt,
+            variant,
+            run.control_role,
+            int(time.time()),
+            request["RoleArn"],
+            request["OutputDataConfig"]["S3OutputPath"],
+            holder=run.retry_count,
+            execution_start=run.slot.execution_start,
+            redrive_count=int(execution.get("redriveCount") or 0),
+            request_digest=request_digest(request),
+        )
 
     def await_earlier_creation(self, name: str, written_at: int) -> dict[str, Any] | None:
         """The slot's job ``name``, if the invocation that wrote the slot (at ``written_at``)
@@ -263,34 +191,45 @@ class Submission:
                     f"{lifecycle.CREATION_WINDOW_SECONDS} s after it started); retry later"
                 )
             time.sleep(CREATION_POLL_SECONDS)
-            job = _describe(self.sagemaker, name)
+            job = describe(self.sagemaker, name)
             if job is not None:
                 return job
         return None
 
-    def release(self, item: token_store.JobItem, failures: int) -> None:
-        """No job will have the slot's name: its retry need not wait for it."""
-        token_store.put_slot(
-            self.dynamodb,
-            token_store.SlotItem(item.slot, None, item.attempt, item.variant, False, failures),
-            outcome.SLOT_TTL_SECONDS,
-            only_if_job=item.name,
+    def release(self, item: token_store.JobItem, failures: int, *, refused: bool = False) -> None:
+        """No job will have the slot's name: its retry need not wait for it. ``refused``: the
+        service refused the attempt for a quota (the next one moves to the next fallback)."""
+        slot = token_store.get_slot(self.dynamodb, item.slot)
+        written = token_store.SlotItem(
+            item.slot,
+            item.name if refused else None,
+            item.attempt,
+            item.variant,
+            refused,
+            failures + (1 if refused else 0),
+            holder=max(item.token_holder, slot.holder if slot else 0),
+            version=slot.version if slot else 0,
         )
+        token_store.put_slot(self.dynamodb, written, _SLOT_TTL, only_if_job=item.name)
 
     def submit(self) -> dict[str, Any]:
         run = self.run
         previous = token_store.get_slot(self.dynamodb, run.slot.digest)
         if previous is not None:
+            if run.retry_count < previous.holder:
+                # A late invocation of an earlier attempt: its task was retried since.
+                return self.lost(f"attempt {previous.holder} holds the slot")
             resumed = self.resume(previous)
             if resumed is not None:
                 return resumed
         attempt = run.retry_count
         failures = previous.capacity_failures if previous else 0
-        name_holder: list[str] = []
+        name = ""
 
         def name_of(prefix: str) -> str:
-            name_holder.append(attempt_job_name(prefix, run.slot, attempt))
-            return name_holder[-1]
+            nonlocal name
+            name = attempt_job_name(prefix, run.slot, attempt)
+            return name
 
         try:
             # Each capacity failure so far moves the run to the next fallback variant.
@@ -307,32 +246,32 @@ class Submission:
                     "violations": [v.to_dict() for v in _bounded(invalid.violations)],
                 },
             )
-        name = name_holder[-1]
-        request = _with_markers(request, run, attempt)
-        item = token_store.JobItem(
-            name,
-            run.task_token,
-            run.slot.execution_arn,
+        item = self.job_item(name, attempt, variant, request)
+        request = with_markers(request, run, attempt)
+        # The slot first, over the version read: of two racing invocations one goes on. Once it
+        # names the job, a retry waits for the job (see await_earlier_creation).
+        claim = token_store.SlotItem(
             run.slot.digest,
+            name,
             attempt,
             variant,
-            run.control_role,
-            int(time.time()),
-            request["RoleArn"],
-            request["OutputDataConfig"]["S3OutputPath"],
+            False,
+            failures,
+            holder=attempt,
+            version=previous.version if previous else 0,
         )
-        token_store.put_job(self.dynamodb, item, run.ttl_seconds)
-        # The slot last: once it names the job, a retry waits for the job (see
-        # await_earlier_creation), so nothing that can fail comes between it and the creation.
+        if not token_store.put_slot(self.dynamodb, claim, _SLOT_TTL, fresh=previous is None):
+            return self.lost("a racing invocation took the slot")
         try:
-            token_store.put_slot(
-                self.dynamodb,
-                token_store.SlotItem(run.slot.digest, name, attempt, variant, False, failures),
-                outcome.SLOT_TTL_SECONDS,
-            )
+            written = token_store.put_job(self.dynamodb, item, run.ttl_seconds)
         except Exception:
-            token_store.forget_job(self.dynamodb, name)  # never to be created
+            self.release(item, failures)
             raise
+        if not written:
+            # Another run's unsettled job has this name (a digest collision): never adopted.
+            self.release(item, failures)
+            return self.name_taken(item, None)
+        self.stop_cancelled_jobs(name)
         try:
             self.sagemaker.create_training_job(**with_data_secret(request))
         except ClientError as error:
@@ -341,15 +280,27 @@ class Submission:
             # A timeout or a lost connection: the job may have been created all the same, or
             # may still be. Its item stays: the retry (which waits for the job) or the
             # reconciler (which stops an orphan, or forgets a job never created) settles it.
-            job = _describe(self.sagemaker, name)
+            job = describe(self.sagemaker, name)
             if job is not None:
-                if _is_ours(self.sagemaker, job, run, attempt, request):
+                if is_ours(self.sagemaker, job, run, attempt, request):
                     return self.continue_created(item, job)
                 # Someone else's job has the name: nothing of ours will (it would be stopped).
-                token_store.forget_job(self.dynamodb, name)
+                token_store.forget_job(self.dynamodb, item)
             raise
-        self.stop_if_orphaned(name)
+        self.stop_if_orphaned(item)
         return {"TrainingJobName": name, "attempt": attempt, "variant": variant}
+
+    def name_taken(self, item: token_store.JobItem, job: dict[str, Any] | None) -> dict[str, Any]:
+        return self.fail(
+            lifecycle.Errors.JOB_NAME_TAKEN,
+            {
+                "TrainingJobName": item.name,
+                "TrainingJobStatus": job.get("TrainingJobStatus") if job else None,
+                "SecondaryStatus": job.get("SecondaryStatus") if job else None,
+                "FailureReason": "A training job with this run's name exists and was not "
+                "created by this run; it is not adopted.",
+            },
+        )
 
     def create_failed(
         self,
@@ -359,25 +310,17 @@ class Submission:
         failures: int,
     ) -> dict[str, Any]:
         code = outcome.error_code(error)
+        job = None
         if code == "ResourceInUse" or code in TRANSIENT:
             # The job may exist all the same: a 5xx can answer a request that created it, and
             # the SDK's retry of a lost answer finds the name taken.
-            job = _describe(self.sagemaker, item.name)
-            if job is not None and _is_ours(self.sagemaker, job, self.run, item.attempt, request):
+            job = describe(self.sagemaker, item.name)
+            if job is not None and is_ours(self.sagemaker, job, self.run, item.attempt, request):
                 return self.continue_created(item, job)
+        token_store.forget_job(self.dynamodb, item)
         if code == "ResourceInUse":
-            token_store.forget_job(self.dynamodb, item.name)
-            return self.fail(
-                lifecycle.Errors.JOB_NAME_TAKEN,
-                {
-                    "TrainingJobName": item.name,
-                    "TrainingJobStatus": job.get("TrainingJobStatus") if job else None,
-                    "SecondaryStatus": job.get("SecondaryStatus") if job else None,
-                    "FailureReason": "A training job with this run's name exists and was not "
-                    "created by this run; it is not adopted.",
-                },
-            )
-        token_store.forget_job(self.dynamodb, item.name)
+            self.release(item, failures)
+            return self.name_taken(item, job)
         if code in TRANSIENT:
             # Answered, and no job has the name: the retry need not wait for one.
             self.release(item, failures)
@@ -390,15 +333,9 @@ class Submission:
         }
         if code == "ResourceLimitExceeded":
             # A quota is per instance type: the next attempt moves to the next fallback.
-            token_store.put_slot(
-                self.dynamodb,
-                token_store.SlotItem(
-                    item.slot, item.name, item.attempt, item.variant, True, failures + 1
-                ),
-                outcome.SLOT_TTL_SECONDS,
-                only_if_job=item.name,
-            )
-            return self.fail(lifecycle.Errors.RESOURCE_LIMIT, cause)
+            self.release(item, failures, refused=True)
+            return self.fail(lifecycle.Errors.RESOURCE_LIMIT_EXCEEDED, cause)
+        self.release(item, failures)
         return self.fail(lifecycle.Errors.TRAINING_FAILED, cause)
 
     def continue_created(self, item: token_store.JobItem, job: dict[str, Any]) -> dict[str, Any]:
@@ -406,16 +343,35 @@ class Submission:
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
             outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         else:
-            self.stop_if_orphaned(item.name)
+            self.stop_if_orphaned(item)
         return {"TrainingJobName": item.name, "alreadySubmitted": True}
 
-    def stop_if_orphaned(self, name: str) -> None:
-        """The execution may have ended while the job was being created: stop the job then."""
-        if outcome.execution_running(self.stepfunctions, self.run.slot.execution_arn):
+    def stop_if_orphaned(self, item: token_store.JobItem) -> None:
+        """The execution may have ended while the job was being created: stop the job then.
+        (A task closed meanwhile is left to the reconcile pass: a retry of it takes the job
+        over, see ``resume``.)"""
+        execution = outcome.describe_execution(self.stepfunctions, self.run.slot.execution_arn)
+        if not outcome.run_has_ended(execution, item):
             return
-        item = token_store.get_job(self.dynamodb, name)
-        if item is not None and item.task_token != self.run.task_token:
+        current = token_store.get_job(self.dynamodb, item.name)
+        if current is not None and current.task_token != self.run.task_token:
             return  # a retried invocation of this attempt now waits for the job
+        self._stop(item.name)
+
+    def stop_cancelled_jobs(self, name: str) -> None:
+        """Before a new job runs: stop the jobs of this execution whose tasks no longer wait
+        (a retried Parallel's cancelled branch), so that at most one runs at any time."""
+        for other in token_store.jobs_of_execution(self.dynamodb, self.run.slot.execution_arn):
+            if other.name == name or other.role_arn != self.run.control_role:
+                continue
+            if outcome.heartbeat(self.stepfunctions, other.task_token):
+                continue
+            job = describe(self.sagemaker, other.name)
+            running = job is not None and job.get("TrainingJobStatus") == "InProgress"
+            if running and job is not None and outcome.is_own_job(self.sagemaker, other, job):
+                self._stop(other.name)
+
+    def _stop(self, name: str) -> None:
         try:
             self.sagemaker.stop_training_job(TrainingJobName=name)
         except ClientError as error:

@@ -6,6 +6,9 @@ duration of the call, as the Lambda runtime would:
 
 - The handler ``module.function`` is imported from the function's code folder (its asset) at the
   first invoke, like a cold start. A failed import is the runtime's ``Runtime.ImportModuleError``.
+- Environment: this library's handlers get their function's variables passed in
+  (``hetero_constructs.handlers.environment``); ``os.environ`` is left alone, as other threads
+  create clients meanwhile. Other functions' code gets ``os.environ`` set for the call.
 - Module isolation: every top-level module or package of a code folder is private to its
   function, so two functions may both have ``index.py`` or ``util.py``. Before an invocation the
   function's own modules are put in ``sys.modules`` and its folder first on ``sys.path``; after
@@ -34,13 +37,14 @@ import traceback
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from hetero_constructs.handlers.environment import function_environment
 from hetero_constructs.local.faults import Faults
 
 #: Sends a message to an SQS queue, SNS topic, Lambda function or event bus by ARN.
@@ -294,7 +298,7 @@ class Lambdas:
     def _call_handler(self, function: LocalFunction, event: Any) -> Any:
         assert function.code_dir is not None
         module_name, _, attribute = function.handler.replace("/", ".").rpartition(".")
-        with _INVOKE_LOCK, self._isolated(function), _environment(self._environment(function)):
+        with _INVOKE_LOCK, self._isolated(function), self._given(function):
             try:
                 module = importlib.import_module(module_name)
             except Exception as error:
@@ -335,6 +339,17 @@ class Lambdas:
                 del sys.modules[name]
             sys.modules.update(saved)
             sys.path.remove(folder)
+
+    def _given(self, function: LocalFunction) -> AbstractContextManager[None]:
+        """The function's environment for one invocation. This library's handlers are given it
+        (``handlers.environment``), the process's ``os.environ`` stays as it is: other threads
+        create clients meanwhile. Any other function's code reads ``os.environ``, set for the
+        call."""
+        values = self._environment(function)
+        assert function.code_dir is not None
+        if (function.code_dir / "hetero_constructs").is_dir():
+            return function_environment(values)
+        return _environment(values)
 
     def _environment(self, function: LocalFunction) -> dict[str, str]:
         return {

@@ -30,6 +30,8 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   first outcome if the task has not read it yet); an execution started without a name gets a
   UUID (moto: ``None``, so a second nameless start of the same state machine fails).
 - Every status change of a standard execution is reported to ``on_status`` (for EventBridge).
+- SendTaskHeartbeat: accepted for any waiting task, ``TaskTimedOut`` for one that no longer
+  waits (moto accepts it only with ``HeartbeatSeconds``); see ``moto_heartbeats``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from hetero_constructs.local.moto_executions import (
     stop_execution,
     task_callbacks,
 )
+from hetero_constructs.local.moto_heartbeats import task_heartbeats
 from hetero_constructs.local.moto_integrations import jsonata, service_normalisation
 from hetero_constructs.local.patching import Patches
 
@@ -94,6 +97,7 @@ def install(
     status_changes(patches, report)
     task_callbacks(patches)
     fresh_token_per_attempt(patches)
+    task_heartbeats(patches)
 
 
 # -- JSONata -----------------------------------------------------------------------------------

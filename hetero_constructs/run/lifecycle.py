@@ -24,6 +24,9 @@ TAG_RUNNER = "hetero-constructs:runner"
 TAG_EXECUTION = "hetero-constructs:execution"
 TAG_SLOT = "hetero-constructs:slot"
 TAG_ATTEMPT = "hetero-constructs:attempt"
+# The slot tag's value is ``{slot digest}/{request digest}``: a job is an entry's only if it is
+# the request that entry sends (two entries of an inline Map never adopt each other's job).
+SLOT_TAG_SEPARATOR = "/"
 
 # The description of the stack output that holds a training state machine's ARN.
 STATE_MACHINE_OUTPUT_PREFIX = "hetero-constructs:state-machine:"
@@ -187,6 +190,7 @@ __all__ = [
     "JOB_EVENT_TYPE",
     "OUTPUT_FIELDS",
     "SERVICE_INPUT_PREFIX",
+    "SLOT_TAG_SEPARATOR",
     "STATE_MACHINE_OUTPUT_PREFIX",
     "STOPPING_EXECUTION_STATUSES",
     "SUBMIT_TIMEOUT_SECONDS",

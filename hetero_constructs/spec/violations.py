@@ -285,8 +285,15 @@ def bounded(
     result (``to_dict`` of each) stays under 16,000 characters. ``path`` is where the last
     violation points (e.g. ``execution input``).
     """
-    shown = tuple(v.compact() for v in violations[:limit])
-    left_out = len(violations) - len(shown)
+    # A list bounded before ends with its own count of what it left out: that count adds up.
+    listed = [v for v in violations if v.rule != MORE_VIOLATIONS_RULE]
+    counted = sum(
+        v.value if isinstance(v.value, int) else 1
+        for v in violations
+        if v.rule == MORE_VIOLATIONS_RULE
+    )
+    shown = tuple(v.compact() for v in listed[:limit])
+    left_out = len(listed) - len(shown) + counted
     if left_out <= 0:
         return shown
     more = Violation(

@@ -90,6 +90,7 @@ def test_reconcile_leaves_a_running_job_of_a_running_task_alone(world: HandlerWo
     assert events.reconcile(world.dynamodb) == {
         "settled": 0,
         "stopped": 0,
+        "cancelled": 0,
         "forgotten": 0,
         "running": 1,
     }

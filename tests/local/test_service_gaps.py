@@ -223,3 +223,68 @@ def test_context_object_fields_in_jsonpath_and_retries(cloud: LocalCloud) -> Non
         assert context[key].endswith("Z") and len(context[key]) == len("2026-01-01T00:00:00.000Z")
     # The third attempt asked for the job named after its retry count.
     assert "missing-2" in result.output["done"]["error"]
+
+
+def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed(
+    cloud: LocalCloud,
+) -> None:
+    """A Parallel whose failing branch is caught cancels its waiting sibling while the execution
+    runs on: the sibling's token then refuses SendTaskHeartbeat (moto refuses it throughout)."""
+    import time
+
+    sqs = cloud.client("sqs")
+    queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
+    waiting = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
+        "TimeoutSeconds": 600,
+        "End": True,
+    }
+    failing = {"Type": "Wait", "Seconds": 2, "Next": "Boom"}
+    cloud.deploy(
+        _template(
+            {
+                "StartAt": "Both",
+                "States": {
+                    "Both": {
+                        "Type": "Parallel",
+                        "Branches": [
+                            {"StartAt": "Waiting", "States": {"Waiting": waiting}},
+                            {
+                                "StartAt": "Failing",
+                                "States": {
+                                    "Failing": failing,
+                                    "Boom": {"Type": "Fail", "Error": "Boom"},
+                                },
+                            },
+                        ],
+                        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Linger"}],
+                    },
+                    "Linger": {"Type": "Wait", "Seconds": 6, "End": True},
+                },
+            }
+        )
+    )
+    stepfunctions = cloud.client("stepfunctions")
+    execution = stepfunctions.start_execution(stateMachineArn=cloud.state_machine(), name="hb")
+    deadline = time.monotonic() + 20
+    messages: list[dict[str, Any]] = []
+    while not messages and time.monotonic() < deadline:
+        messages = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+    token = json.loads(messages[0]["Body"])["token"]
+    stepfunctions.send_task_heartbeat(taskToken=token)  # the branch waits
+    while time.monotonic() < deadline:
+        status = stepfunctions.describe_execution(executionArn=execution["executionArn"])
+        history = stepfunctions.get_execution_history(executionArn=execution["executionArn"])
+        if any(
+            e["type"] == "WaitStateEntered" and "Linger" in json.dumps(e, default=str)
+            for e in history["events"]
+        ):
+            break
+        time.sleep(0.2)
+    assert status["status"] == "RUNNING"
+    with pytest.raises(ClientError, match="TaskTimedOut"):
+        stepfunctions.send_task_heartbeat(taskToken=token)
+    with pytest.raises(ClientError, match="InvalidToken"):
+        stepfunctions.send_task_heartbeat(taskToken="never-issued")
