@@ -85,6 +85,7 @@ bench: setup
 docs: setup
 	$(VENV)/bin/hetero-train rules > docs/rules.md
 	$(PY) -m hetero_constructs.deployability.catalogue > docs/deployability.md
+	$(PY) -m hetero_constructs.cli.observability_doc > docs/observability.md
 	$(PY) -m hetero_constructs.spec.reference > docs/spec-fields.md
 
 # Re-pin after changing pyproject.toml's requirements: resolve them in .venv without the old

@@ -2,7 +2,7 @@
 """Example app: heterogeneous training, on its own and inside a train -> model -> register pipeline.
 
 - ``HeteroTrainingExample``: one training job (a CPU group feeding a torch_distributed GPU
-  group) with a state machine of its own.
+  group) with a state machine of its own and its dashboard.
 - ``HeteroTrainingPipeline``: the same job as a task in a pipeline: preprocess (a Lambda) ->
   train -> create the SageMaker model -> register it in a model package group; a training
   failure is caught and notified, and every alarm (failed pipeline runs, the runner's dead
@@ -46,6 +46,7 @@ from hetero_constructs import (
     TrainingSpec,
     bucket_uri,
 )
+from hetero_constructs.constructs.dashboard import TrainingDashboard
 from hetero_constructs.constructs.hygiene import depend_on_policy_only
 from hetero_constructs.constructs.runner_resources import RUNTIME
 
@@ -105,6 +106,8 @@ class HeteroTrainingStack(cdk.Stack):
         self.job = HeterogeneousTrainingJob(
             self, "Training", job_name_prefix="hetero-example", spec=example_spec(data_bucket(self))
         )
+        # One row per instance group (GPU or CPU use, samples/s, data wait), then the runs.
+        self.job.add_dashboard()
 
 
 class TrainingArtifacts(tasks.S3Location):
@@ -291,6 +294,8 @@ class HeteroTrainingPipelineStack(cdk.Stack):
             ),
         )
         depend_on_policy_only(state_machine, state_machine.role)
+        # The training task's dashboard, with the pipeline's executions as its runs.
+        TrainingDashboard(self, "TrainingDashboard", task=self.train, state_machine=state_machine)
         if topic.master_key is not None:
             # Publishing to an encrypted topic takes the key (SnsPublish grants sns:Publish only).
             topic.master_key.grant(state_machine, "kms:Decrypt", "kms:GenerateDataKey")

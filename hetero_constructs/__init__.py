@@ -39,8 +39,10 @@ _LAZY: dict[str, str] = {
     "HostRole": "hetero_constructs.runtime",
     "TrainingEnvironment": "hetero_constructs.runtime",
     "TrainingEnvironmentError": "hetero_constructs.runtime",
+    "MetricsReporter": "hetero_constructs.runtime",
     "HeterogeneousTrainingJob": "hetero_constructs.constructs.job",
     "HeterogeneousTrainingTask": "hetero_constructs.constructs.task",
+    "TrainingDashboard": "hetero_constructs.constructs.dashboard",
     **dict.fromkeys(
         (
             "HeterogeneousTrainingProps",
@@ -61,6 +63,7 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from hetero_constructs.constructs.dashboard import TrainingDashboard as TrainingDashboard
     from hetero_constructs.constructs.job import (
         HeterogeneousTrainingJob as HeterogeneousTrainingJob,
     )
@@ -91,6 +94,7 @@ if TYPE_CHECKING:
     from hetero_constructs.runs.training_run import RunStatus as RunStatus
     from hetero_constructs.runs.training_run import TrainingRun as TrainingRun
     from hetero_constructs.runtime import HostRole as HostRole
+    from hetero_constructs.runtime import MetricsReporter as MetricsReporter
     from hetero_constructs.runtime import TrainingEnvironment as TrainingEnvironment
     from hetero_constructs.runtime import TrainingEnvironmentError as TrainingEnvironmentError
     from hetero_constructs.spec.cluster import InstanceFallback as InstanceFallback

@@ -10,8 +10,8 @@ import hetero_constructs
 
 ROOT = Path(__file__).resolve().parents[1]
 # What users write: the constructs, the spec's value objects, one spec reader, one planning
-# entry point (and the violations alone), the errors, the snapshot-test helper and the
-# training-script helper, and the runs API.
+# entry point (and the violations alone), the errors, the snapshot-test helper, the dashboard, the
+# training-script helper (its metric lines too), and the runs API.
 USER_NAMES = {
     "HeterogeneousTrainingJob",
     "HeterogeneousTrainingTask",
@@ -19,6 +19,7 @@ USER_NAMES = {
     "HeterogeneousTrainingTaskProps",
     "HeterogeneousTrainingJobProps",
     "TrainingRunner",
+    "TrainingDashboard",
     "CapacityRetry",
     "enable_deployability_checks",
     "bucket_uri",
@@ -43,6 +44,7 @@ USER_NAMES = {
     "HostRole",
     "TrainingEnvironment",
     "TrainingEnvironmentError",
+    "MetricsReporter",
     "TrainingRun",
     "RunStatus",
     "RunInputError",

@@ -47,10 +47,22 @@ BASE_JOB_NAME_RULE = register_rule(
     source="SDK v2 estimator.py (base_job_name prefixes every job name)",
     examples=('"base_job_name": "resnet"',),
 )
+BUILTIN_METRICS_RULE = register_rule(
+    "CDK-BUILTIN-METRICS",
+    group=CONSTRUCT,
+    title="The spec's metric definitions and the built-in ones fit the API's limit together.",
+    details="With `builtin_metrics` (the default), the constructs add a definition of samples "
+    "per second per instance group and of the data wait per training group (the lines "
+    "`MetricsReporter` writes) after the spec's own. Fix: fewer definitions of your own, or "
+    "`builtin_metrics=False`.",
+    source="botocore SageMaker model: AlgorithmSpecification.MetricDefinitions (max)",
+    examples=("builtin_metrics=False",),
+)
 
 
 __all__ = [
     "BASE_JOB_NAME_RULE",
+    "BUILTIN_METRICS_RULE",
     "JOB_NAME_RULE",
     "REGION_RULE",
     "TIMEOUT_TOKEN_RULE",

@@ -1,7 +1,8 @@
 """The ``hetero-train`` command line: its entry point, with every command registered.
 
 The group and the options its commands share are ``group``; the commands are ``spec_commands``
-(plan, rules), ``run_command`` (run) and ``observe`` (status, logs, stop, list).
+(plan, rules), ``run_command`` (run), ``observe`` (status, logs, stop, list) and
+``metrics_command`` (metrics).
 """
 
 from __future__ import annotations
@@ -13,7 +14,13 @@ from typing import TextIO
 import click
 
 # Importing the command modules registers their commands on the group.
-from hetero_constructs.cli import observe, run_command, serve, spec_commands  # noqa: F401
+from hetero_constructs.cli import (  # noqa: F401
+    metrics_command,
+    observe,
+    run_command,
+    serve,
+    spec_commands,
+)
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SUCCEEDED
 from hetero_constructs.cli.group import Invocation, cli
 from hetero_constructs.cli.output import error_record

@@ -20,6 +20,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from hetero_constructs.cli.metrics import value_text
 from hetero_constructs.cli.output import (
     clock_text,
     date_text,
@@ -27,6 +28,7 @@ from hetero_constructs.cli.output import (
     json_default,
     print_renderable,
 )
+from hetero_constructs.run.metrics import final_metrics
 from hetero_constructs.runs.execution import (
     TrainingJob,
     describe_event,
@@ -35,6 +37,8 @@ from hetero_constructs.runs.execution import (
 from hetero_constructs.runs.logs import LogLine
 from hetero_constructs.runs.watch import RunUpdate, RunWatch
 
+# The live line shows this many of the latest metric values (the final screen shows all).
+_PROGRESS_METRICS = 3
 #: Seconds what a poll finds is held before it is shown (``FollowDisplay.show``).
 HOLD_SECONDS = 1.0
 _GROUP_COLOURS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red")
@@ -264,6 +268,10 @@ class FollowDisplay:
             count = job.instance_count
             on = f" on {count} instance{'s' if count != 1 else ''}" if count else ""
             row.append(Text(f"billable {duration_text(billable)}{on}"))
+            latest = watch.latest_metrics.get(job.name) or {}
+            if latest:
+                shown = list(latest.items())[:_PROGRESS_METRICS]
+                row.append(Text(" ".join(f"{name} {value_text(value)}" for name, value in shown)))
         else:
             row.append(Text("no training job yet", style="dim"))
         grid.add_row(*row)
@@ -303,6 +311,13 @@ class FollowDisplay:
                 count = job.instance_count
                 on = f" on {count} instance{'s' if count != 1 else ''}" if count else ""
                 grid.add_row("billable time", f"{duration_text(billable)}{on}")
+            final = {v.name: v.value for v in final_metrics(job.description)}
+            shown = final or watch.latest_metrics.get(job.name) or {}
+            if shown:
+                grid.add_row(
+                    "final metrics" if final else "metrics",
+                    Text(", ".join(f"{name} {value_text(value)}" for name, value in shown.items())),
+                )
         if not watch.jobs:
             grid.add_row("job", Text("none was created", style="dim"))
         reason = failure_reason(execution, watch.jobs)

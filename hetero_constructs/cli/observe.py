@@ -20,6 +20,7 @@ from hetero_constructs.cli.group import (
     log_grace_option,
     poll_option,
 )
+from hetero_constructs.cli.metrics import metric_rows
 from hetero_constructs.cli.output import (
     CliError,
     date_text,
@@ -47,9 +48,12 @@ from hetero_constructs.runs.watch import RunWatch
 def status(
     run_id: str, json_flag: bool, profile: str | None, region: str | None, endpoint_url: str | None
 ) -> int:
-    """Show a run: its execution, its training jobs, their statuses and the failure reason."""
+    """Show a run: its execution, its training jobs, their statuses, metrics (the final values
+    of a job that ended, the latest of one that runs) and the failure reason."""
     out = command_output(json_flag)
-    clients = aws_from(profile, region, endpoint_url).run_clients()
+    aws = aws_from(profile, region, endpoint_url)
+    clients = aws.run_clients()
+    cloudwatch = aws.client("cloudwatch")
     arn = resolve_execution(run_id, stepfunctions=clients.stepfunctions)
     execution, jobs = read_run(clients.stepfunctions, clients.sagemaker, arn)
     now = utc_now()
@@ -77,6 +81,7 @@ def status(
         rows.append(["  billable time", duration_text(job.billable_seconds(now))])
         if job.model_artifacts:
             rows.append(["  model artifacts", job.model_artifacts])
+        rows += metric_rows(cloudwatch, job)
     if not jobs:
         rows.append(["job", "none found"])
     if summary["failureReason"]:

@@ -23,10 +23,6 @@ if TYPE_CHECKING:
     from hetero_constructs.constructs.task import HeterogeneousTrainingTask
 
 
-def _builtin(spec: Any) -> bool:
-    return bool(getattr(spec, "builtin_metrics", True))
-
-
 class TrainingDashboard(Construct):
     """A CloudWatch dashboard of a training task's runs (its resource has the id ``Resource``).
 
@@ -61,11 +57,11 @@ class TrainingDashboard(Construct):
             title=title or f"Training: {task.path}",
             job_name_prefix=task.job_name_prefix,
             groups=groups_of(spec),
-            job_metrics=[metric.name for metric in spec.metric_definitions],
+            job_metrics=list(task.own_metric_names),
             state_machine_arn=state_machine_arn,
             dead_letter_queue_name=task.runner.dead_letters.queue_name,
             region=Aws.REGION,
-            builtin_metrics=_builtin(spec),
+            builtin_metrics=task.builtin_metrics,
             period_seconds=seconds,
         )
         self.body: dict[str, Any] = dashboard_body(self.inputs)

@@ -61,6 +61,11 @@ class HeterogeneousTrainingProps:
     include_runtime_helper: bool = True
     """Ship ``hetero_runtime`` (the instance-group facts, ``TrainingEnvironment``) in the code."""
 
+    builtin_metrics: bool = True
+    """Add the metric definitions of the lines ``MetricsReporter`` writes (samples per second
+    per instance group, the trainers' data-wait fraction) after the spec's own; the dashboard
+    shows them. ``False`` leaves the spec's definitions as they are."""
+
     completion_margin: Duration | None = None
     """Time beyond ``max_run`` (or ``max_wait`` with spot) for startup and upload before the wait
     for the job's end times out. Default: 6 hours."""

@@ -44,6 +44,7 @@ from hetero_constructs.constructs.task_spec import (
     completion_seconds,
     region_dlc_image,
     region_violations,
+    with_builtin_metrics,
     with_keys,
 )
 from hetero_constructs.constructs.task_state import SubmitTaskState
@@ -51,7 +52,7 @@ from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
 from hetero_constructs.spec.training import TrainingSpec
-from hetero_constructs.spec.violations import SpecValidationError
+from hetero_constructs.spec.violations import SpecValidationError, Violation
 
 RUNTIME_HELPER = Path(__file__).resolve().parents[1] / "runtime"
 RUNTIME_HELPER_PACKAGE = "hetero_runtime"
@@ -157,6 +158,11 @@ class HeterogeneousTrainingTask(FromSpecFile, SubmitTaskState):
             spec = dataclasses.replace(
                 spec, acknowledgments={**spec.acknowledgments, **props.acknowledgments}
             )
+        self.own_metric_names = [metric.name for metric in spec.metric_definitions]
+        metric_violations: list[Violation] = []
+        if props.builtin_metrics:
+            spec, metric_violations = with_builtin_metrics(spec)
+        self.builtin_metrics = props.builtin_metrics
         role = props.role or self._spec_role(spec)
         self.code_location = self._code_location(spec, props.include_runtime_helper)
         self.code_asset = self.code_location.asset if self.code_location else None
@@ -177,6 +183,7 @@ class HeterogeneousTrainingTask(FromSpecFile, SubmitTaskState):
         violations = [
             *region_violations(spec, self.arns.region),
             *job_name_violations(spec, self.job_name_prefix),
+            *metric_violations,
         ]
         result = plan(spec, deployment, is_token=is_token)
         # One root cause, one violation: a value the rules already refuse is not refused twice.

@@ -14,11 +14,17 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk.region_info import FactName, RegionInfo
 
-from hetero_constructs.checks.construct_rules import REGION_RULE, TIMEOUT_TOKEN_RULE
+from hetero_constructs.checks.construct_rules import (
+    BUILTIN_METRICS_RULE,
+    REGION_RULE,
+    TIMEOUT_TOKEN_RULE,
+)
 from hetero_constructs.constructs.tokens import is_token
 from hetero_constructs.request.context import Deployment, RuleContext
 from hetero_constructs.request.image_uri import image_repository, image_tag
+from hetero_constructs.run.metrics import metric_definitions
 from hetero_constructs.service import catalog
+from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.file.reader import read_spec_file
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import SpecValidationError, Violation, did_you_mean
@@ -115,6 +121,30 @@ def region_violations(spec: TrainingSpec, region: str) -> list[Violation]:
     ]
 
 
+def with_builtin_metrics(spec: TrainingSpec) -> tuple[TrainingSpec, list[Violation]]:
+    """The spec with the built-in metric definitions after its own (samples per second per
+    group, the trainers' data wait), or, when the two lists do not fit the API together, the
+    spec as it is and the violation that says so."""
+    every = metric_definitions(spec)
+    most = service_model.bounds("AlgorithmSpecification.MetricDefinitions").maximum
+    own = len(spec.metric_definitions)
+    if most is None or len(every) <= most or own > most:  # too many of its own: API-METRICS
+        return dataclasses.replace(spec, metric_definitions=tuple(every)), []
+    return spec, [
+        Violation(
+            BUILTIN_METRICS_RULE,
+            "metric_definitions",
+            f"The spec's {own} metric definitions and the {len(every) - own} built-in ones "
+            f"(samples per second per instance group, the trainers' data wait) are "
+            f"{len(every)}; the CreateTrainingJob API takes at most {most}.",
+            own,
+            f"at most {most - (len(every) - own)} metric definitions of the spec's own",
+            "remove some of the spec's metric_definitions, or pass builtin_metrics=False "
+            "(the dashboard then shows no samples per second and no data wait)",
+        )
+    ]
+
+
 def region_dlc_image(
     spec: TrainingSpec, region: str, stack: Stack
 ) -> tuple[str | None, str | None]:
@@ -142,5 +172,6 @@ __all__ = [
     "region_dlc_image",
     "region_violations",
     "spec_from_file",
+    "with_builtin_metrics",
     "with_keys",
 ]

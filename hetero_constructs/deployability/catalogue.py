@@ -1,9 +1,9 @@
 """Every deployability quota, measured on templates, and its generated catalogue.
 
-Importing this module registers every quota, in catalogue order (``size_quotas``, then
-``name_quotas``). ``measure_template`` returns every measurement (the benchmark reads the
-headroom from them); ``check_template`` only those over their limit. ``docs/deployability.md``
-is generated from the registry:
+Importing this module registers every quota, in catalogue order (``size_quotas``,
+``dashboard_quotas``, then ``name_quotas``). ``measure_template`` returns every measurement
+(the benchmark reads the headroom from them); ``check_template`` only those over their limit.
+``docs/deployability.md`` is generated from the registry:
 ``python -m hetero_constructs.deployability.catalogue > docs/deployability.md``.
 """
 
@@ -14,7 +14,7 @@ import json
 import sys
 
 # Importing the quota modules registers their quotas.
-from hetero_constructs.deployability import name_quotas, size_quotas
+from hetero_constructs.deployability import dashboard_quotas, name_quotas, size_quotas
 from hetero_constructs.deployability.quota import (
     REGISTERED,
     Limits,
@@ -24,8 +24,9 @@ from hetero_constructs.deployability.quota import (
     TemplateView,
 )
 
-# The catalogue's order: the sizes, then the names; within a module, as declared.
-_MODULES = (size_quotas.__name__, name_quotas.__name__)
+# The catalogue's order: the sizes, the dashboards', then the names; within a module, as
+# declared.
+_MODULES = (size_quotas.__name__, dashboard_quotas.__name__, name_quotas.__name__)
 QUOTAS: list[Quota] = sorted(REGISTERED, key=lambda q: _MODULES.index(q.measure.__module__))
 DEFAULT_LIMITS = Limits()
 

@@ -35,6 +35,7 @@ from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import FunctionError, Lambdas
 from hetero_constructs.local.patching import Patches
 from hetero_constructs.local.results import Clients, ExecutionResult, Follow
+from hetero_constructs.local.telemetry import JobTelemetry
 from hetero_constructs.local.training import Outcome, TrainingJobs
 
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
@@ -97,6 +98,7 @@ class LocalCloud:
         self._patch_lambda(patches)
         self._scratch = Path(self._stack.enter_context(scratch_folder()))
         self._default_session()
+        self.training.telemetry = JobTelemetry(self.client)
         self.lambdas.set_stop_hook(self._stop_current)
         return self
 

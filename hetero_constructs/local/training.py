@@ -30,6 +30,7 @@ from hetero_constructs.local.simulation import (
     hosts,
     stages,
 )
+from hetero_constructs.local.telemetry import JobTelemetry
 
 #: The outcomes a run can script, one per CreateTrainingJob attempt.
 OUTCOME_STATUSES = ("Completed", "Failed", "Stopped", "ResourceLimitExceeded")
@@ -91,6 +92,8 @@ class TrainingJobAttempt:
     length: timedelta = field(default_factory=timedelta)
     stages_applied: int = 1  # Starting, at creation
     trained_from: datetime | None = None  # when its instances started (Downloading)
+    #: The last value of each metric once the job ended (DescribeTrainingJob's list).
+    final_metrics: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The command line's ``jobs[]`` entry."""
@@ -139,6 +142,8 @@ class TrainingJobs:
         self._outcomes: deque[Outcome] = deque()
         self._backend: Any = None
         self._lock = threading.RLock()
+        #: Writes the hosts' metric lines and the job's metrics (set by the local cloud).
+        self.telemetry: JobTelemetry | None = None
 
     # -- scripting ------------------------------------------------------------------------
 
@@ -281,6 +286,8 @@ class TrainingJobs:
             described.update({k: v for k, v in attempt.request.items() if k != "Tags"})
             if attempt.status not in ("Completed", "Stopped"):
                 described.pop("ModelArtifacts", None)
+            if attempt.final_metrics:
+                described["FinalMetricDataList"] = copy.deepcopy(attempt.final_metrics)
             return described
 
         def stop_training_job(response: Any) -> Any:
@@ -345,6 +352,11 @@ class TrainingJobs:
             job.training_time_in_seconds = job.billable_time_in_seconds = seconds
             if start is None:
                 job.training_start_time = None
+            elif self.telemetry is not None and attempt.created is not None:
+                epoch = int(as_utc(attempt.created).timestamp())
+                attempt.final_metrics = self.telemetry.ended(
+                    name, attempt.request, as_utc(start), as_utc(end), epoch
+                )
         self._emit(self.state_change_event(name))
         return attempt
 

@@ -137,6 +137,7 @@ OUTPUT_FIELDS = (
     "TrainingEndTime",
     "TrainingTimeInSeconds",
     "BillableTimeInSeconds",
+    "FinalMetricDataList",
 )
 
 
@@ -158,6 +159,9 @@ def task_output(job: Mapping[str, Any], attempt: int, variant: int = 0) -> dict[
         value = job[key]
         if key == "AlgorithmSpecification":
             value = {"TrainingImage": value.get("TrainingImage")}
+        elif key == "FinalMetricDataList":
+            # The last value of each metric (the spec's and the built-in ones), at most 40.
+            value = [{k: _plain(v) for k, v in entry.items()} for entry in value or []]
         elif key == "ResourceConfig":
             value = {
                 k: value[k]

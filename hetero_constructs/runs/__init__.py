@@ -4,7 +4,8 @@ The client side of a run, below the command line (``hetero_constructs.cli`` is b
 ``clients`` (the boto3 clients), ``inputs`` (an execution input checked as the submit Lambda
 will), ``execution`` (the execution and the training jobs it created), ``logs`` (every host's
 log lines labelled with its instance group), ``watch`` (what is new at each poll), ``stop``,
-and ``training_run`` (``TrainingRun``, the Python API).
+``metrics`` (each metric of a run over time, and its final value) and ``training_run``
+(``TrainingRun``, the Python API).
 Not to be confused with ``hetero_constructs.run``, the contract the handlers share.
 """
 

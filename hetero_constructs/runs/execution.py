@@ -19,6 +19,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hetero_constructs.run import lifecycle
+from hetero_constructs.run.metrics import final_metrics
 from hetero_constructs.runs.clients import error_code
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
@@ -257,6 +258,7 @@ class TrainingJob:
             "trainingStartTime": self._get("TrainingStartTime"),
             "trainingEndTime": self._get("TrainingEndTime"),
             "secondaryStatusTransitions": self.transitions,
+            "finalMetricDataList": [v.to_dict() for v in final_metrics(self.description)],
         }
 
 

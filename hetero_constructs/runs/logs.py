@@ -7,6 +7,8 @@ do not follow the groups' order (a job with groups ``[data x1, gpu x2]`` may put
 host's group is known only
 
 - when the job has a single instance group (every host is in it);
+- from the host's start line, which ``hetero_runtime``'s ``MetricsReporter`` writes first
+  (``[hetero-train] host=algo-2 instance_group=data ...``): from the host's first line on;
 - from the host's own log: the training toolkit prints its environment before the script runs
   (``SM_CURRENT_INSTANCE_GROUP=gpu``, ``SM_INSTANCE_GROUPS_DICT={...}``, and the "Training Env"
   JSON with ``"current_instance_group": "gpu"``), as does ``hetero_runtime``'s
@@ -28,6 +30,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hetero_constructs.runs.clients import error_code
+from hetero_constructs.runtime.metrics import START_LINE, line_word
 
 TRAINING_LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 # Empty pages read on per stream and poll before the rest waits for the next poll.
@@ -108,11 +111,23 @@ class HostGroups:
         """Take what this host's log line says about groups, if anything."""
         if "instance_group" not in message.lower():
             return
+        start = START_LINE.search(message)
+        if start is not None:
+            group = self._group_named(start.group("group"))
+            if group is not None:
+                self.known[host] = group
+                return
         for match in _GROUPS_DICT.finditer(message):
             self._learn_dict(message, match.end())
         current = _CURRENT_GROUP.search(message)
         if current and self._is_group(current.group("group")):
             self.known[host] = current.group("group")
+
+    def _group_named(self, word: str) -> str | None:
+        """The group a start line names (it writes white space in a name as ``_``)."""
+        if not self.counts:
+            return word if word != "homogeneousCluster" else None
+        return next((g for g in self.counts if line_word(g) == word), None)
 
     def _is_group(self, name: str) -> bool:
         return name in self.counts if self.counts else name != "homogeneousCluster"

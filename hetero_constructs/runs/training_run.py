@@ -9,6 +9,7 @@ SDK's ``estimator.fit(logs=True)`` habit)::
     status = run.wait(logs=True)          # group-labelled log lines as they come
     print(status.succeeded, status.jobs[-1].model_artifacts)
     run.logs(group="gpu")                 # every line of the gpu group's hosts
+    run.metrics(group="gpu")              # samples/s, data wait, the spec's metrics over time
     TrainingRun.attach(run.arn).stop()
 
 Any boto3 clients serve: AWS through the standard chain, or a local account
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.clients import CLIENT_CONFIG, RunClients, new_session
 from hetero_constructs.runs.execution import (
     TrainingJob,
     describe_execution,
@@ -41,6 +42,7 @@ from hetero_constructs.runs.inputs import (
     overrides_to_check,
 )
 from hetero_constructs.runs.logs import LogLine
+from hetero_constructs.runs.metrics import DEFAULT_PERIOD_SECONDS, MetricSeries, run_metrics
 from hetero_constructs.runs.stop import StopOutcome, stop_run
 from hetero_constructs.runs.watch import RunWatch
 from hetero_constructs.spec.violations import Violation
@@ -222,6 +224,29 @@ class TrainingRun:
         watch = RunWatch(self.clients, self.arn, read_history=False)
         lines = watch.poll().lines
         return [line for line in lines if group is None or line.group == group]
+
+    def metrics(
+        self,
+        group: str | None = None,
+        *,
+        period: int = DEFAULT_PERIOD_SECONDS,
+        cloudwatch: Any = None,
+    ) -> dict[str, list[MetricSeries]]:
+        """Each metric of each of the run's jobs over time, with its final value (as
+        ``hetero-train metrics``): job name -> its metrics. ``group``: that instance group's
+        built-in metrics and the spec's own. ``cloudwatch``: a client (default: one in the
+        region of this run's clients, from the standard chain)."""
+        if cloudwatch is None:
+            region = self.clients.sagemaker.meta.region_name
+            cloudwatch = new_session(region=region).client("cloudwatch", config=CLIENT_CONFIG)
+        return run_metrics(
+            self.clients.stepfunctions,
+            self.clients.sagemaker,
+            cloudwatch,
+            self.arn,
+            group=group,
+            period=period,
+        )
 
     def wait(
         self,

@@ -11,6 +11,7 @@ says when every job is done), so the last lines of a failure are never cut off.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,6 +77,10 @@ class RunWatch:
         self._ended_seen: float | None = None
         self._last_event = 0
         self._seen_transitions: set[tuple[str, str, str]] = set()
+        #: Job name -> metric name -> the latest value its log lines gave (as SageMaker reads
+        #: them: each metric definition's regex over each line, the first group's number).
+        self.latest_metrics: dict[str, dict[str, float]] = {}
+        self._definitions: dict[str, list[tuple[str, re.Pattern[str]]]] = {}
 
     @property
     def ended(self) -> bool:
@@ -120,7 +125,33 @@ class RunWatch:
                     update.transitions.append((job, transition))
         if logs:
             update.lines = self._poll_logs()
+            self._read_metrics(update.lines)
         return update
+
+    def _patterns(self, job_name: str) -> list[tuple[str, re.Pattern[str]]]:
+        if job_name not in self._definitions:
+            job = next((j for j in self.jobs if j.name == job_name), None)
+            algorithm = (job.description if job else {}).get("AlgorithmSpecification") or {}
+            patterns = []
+            for definition in algorithm.get("MetricDefinitions") or []:
+                try:
+                    patterns.append((str(definition["Name"]), re.compile(definition["Regex"])))
+                except (KeyError, TypeError, re.error):
+                    continue  # the rules refuse such a definition; a job made elsewhere may not
+            self._definitions[job_name] = patterns
+        return self._definitions[job_name]
+
+    def _read_metrics(self, lines: list[LogLine]) -> None:
+        for line in lines:
+            for name, pattern in self._patterns(line.job):
+                found = pattern.search(line.message)
+                if found is None or not found.groups():
+                    continue
+                try:
+                    value = float(found.group(1))
+                except (TypeError, ValueError):
+                    continue
+                self.latest_metrics.setdefault(line.job, {})[name] = value
 
     def _poll_logs(self) -> list[LogLine]:
         lines: list[LogLine] = []

@@ -35,7 +35,19 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from .environment import TrainingEnvironment
+
+    class FeedStats(Protocol):
+        """What ``write_stats`` reads (``runtime.data``'s ``DataStats`` has both)."""
+
+        @property
+        def samples_per_second(self) -> float: ...
+
+        @property
+        def wait_fraction(self) -> float: ...
+
 
 #: Every line this module writes starts with it.
 LINE_PREFIX = "[hetero-train]"
@@ -189,6 +201,28 @@ class MetricsReporter:
             with self._lock:
                 self._waited += self._clock() - before
             yield batch
+
+    def due(self) -> bool:
+        """Whether ``interval_seconds`` have passed since the last line."""
+        with self._lock:
+            return self._clock() - self._started >= self.interval_seconds
+
+    def write_stats(self, stats: FeedStats) -> None:
+        """One interval line from a data feed's own counts, e.g. ``RemoteBatches.stats()``
+        (``runtime.data``), which measures the wait inside the feed::
+
+            for batch in feed:
+                train_step(batch)
+                if reporter.due():
+                    reporter.write_stats(feed.stats())
+                    feed.reset_stats()
+        """
+        fraction = float(stats.wait_fraction) if self.waits_for_data else None
+        with self._lock:
+            self._write(
+                interval_line(self.instance_group, float(stats.samples_per_second), fraction)
+            )
+            self._started, self._samples, self._waited = self._clock(), 0, 0.0
 
     def _emit(self) -> None:
         now = self._clock()

@@ -191,7 +191,7 @@ def test_a_task_refuses_an_unknown_prop_with_the_fix(keyword: str, fix: str) -> 
             make()
         message = str(raised.value)
         assert f"HeterogeneousTrainingTask has no prop {keyword!r}" in message
-        assert "Allowed: acknowledgments, assign, capacity_retry," in message
+        assert "Allowed: acknowledgments, assign, builtin_metrics, capacity_retry," in message
         assert fix in message
 
 

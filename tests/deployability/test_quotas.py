@@ -369,7 +369,7 @@ def test_job_names_built_at_run_time_are_not_checked() -> None:
 
 
 def test_every_quota_is_documented_with_its_source_and_fix() -> None:
-    assert len({q.id for q in QUOTAS}) == len(QUOTAS) == 14
+    assert len({q.id for q in QUOTAS}) == len(QUOTAS) == 15
     for registered in QUOTAS:
         assert registered.id.startswith("DEPLOY-")
         assert registered.title and registered.limit and registered.fix, registered.id

@@ -19,6 +19,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -231,6 +232,13 @@ def training_job_name(stack: cdk.Stack, size: int, probe: Probe) -> str:
     return f"{STACK}/Literal"
 
 
+def dashboard_widgets(stack: cdk.Stack, size: int, probe: Probe) -> str:
+    widget = {"type": "text", "x": 0, "y": 0, "width": 1, "height": 1, "properties": {}}
+    body = {"widgets": [widget] * size}
+    cloudwatch.CfnDashboard(stack, "Board", dashboard_body=json.dumps(body))
+    return f"{STACK}/Board"
+
+
 @dataclass(frozen=True)
 class Case:
     rule: str
@@ -271,6 +279,7 @@ CASES = [
         raised={"event_pattern_limit": 4_096},
     ),
     Case("DEPLOY-LAMBDA-ENVIRONMENT-SIZE", 4_096, "bytes", lambda_environment),
+    Case("DEPLOY-DASHBOARD-BODY", 500, "widgets", dashboard_widgets),
     Case("DEPLOY-STATE-MACHINE-NAME", 80, "characters", state_machine_name),
     Case("DEPLOY-ROLE-NAME", 64, "characters", role_name),
     Case("DEPLOY-ROLE-PATH", 512, "characters", role_path),
@@ -292,8 +301,11 @@ def plugin_reports(outdir: Path) -> list[dict[str, Any]]:
     return [r for r in reports if r["pluginName"] == PLUGIN_NAME]
 
 
-def measured_at(artifact: cx_api.CloudFormationStackArtifact, rule: str, path: str) -> list[int]:
-    """The rule's measurements of the synthesized template at ``path`` (as the plugin sees it)."""
+def measured_at(
+    artifact: cx_api.CloudFormationStackArtifact, rule: str, path: str, unit: str
+) -> list[int]:
+    """The rule's measurements in ``unit`` of the synthesized template at ``path`` (as the
+    plugin sees it)."""
     template_file = Path(artifact.template_full_path)
     text = template_file.read_text(encoding="utf-8")
     stack = StackTemplate(
@@ -305,7 +317,7 @@ def measured_at(artifact: cx_api.CloudFormationStackArtifact, rule: str, path: s
     return [
         m.measured
         for m in measure_template(stack)
-        if m.quota == rule and m.construct_path == path and not m.estimated
+        if m.quota == rule and m.construct_path == path and m.unit == unit and not m.estimated
     ]
 
 
@@ -322,7 +334,7 @@ def test_synth_at_and_over_the_limit(case: Case, over: int, probe: Probe, tmp_pa
         artifact = app.synth().get_stack_by_name(STACK)
         assert plugin_reports(tmp_path) == []
         # Just under means at the limit exactly: the case sized what it meant to size.
-        assert measured_at(artifact, case.rule, path) == [case.limit]
+        assert measured_at(artifact, case.rule, path, case.unit) == [case.limit]
         return
     with pytest.raises(RuntimeError, match="ValidationFailed") as raised:
         app.synth()

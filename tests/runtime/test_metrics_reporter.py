@@ -139,3 +139,18 @@ def test_the_definitions_capture_what_the_lines_write(
     assert float(waited.group(1)) == pytest.approx(min(wait, 1.0), abs=1e-4)
     # Another group's definitions never capture this group's line.
     assert not re.search(metric_regex(group + "x", SAMPLES_PER_SECOND), line)
+
+
+def test_a_data_feeds_own_stats_make_the_interval_line() -> None:
+    from hetero_constructs.runtime.data.stats import DataStats
+
+    clock, out = FakeClock(), io.StringIO()
+    reporter = MetricsReporter("gpu", interval_seconds=30, stream=out, clock=clock)
+    assert not reporter.due()
+    clock.now += 30
+    assert reporter.due()
+    reporter.write_stats(DataStats(batches=10, samples=640, seconds=32.0, wait_seconds=8.0))
+    assert out.getvalue().splitlines()[-1] == (
+        "[hetero-train] instance_group=gpu samples_per_second=20.0000 data_wait_fraction=0.2500"
+    )
+    assert not reporter.due()  # the interval starts again

@@ -3,6 +3,7 @@ checkpoints, metrics, and the whole request against the model."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from hetero_constructs.checks.base import Finding, rule
@@ -254,6 +255,60 @@ def metrics(context: RuleContext) -> Iterator[Finding]:
 
 
 @rule(
+    "API-METRIC-REGEX",
+    source=(
+        "SageMaker developer guide, 'Define metrics': each regex is applied to the job's log "
+        "lines and its first group is the metric's value; each name is one metric"
+    ),
+    example='metric_definitions: [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]',
+    needs=("metric_definitions",),
+)
+def metric_regexes(context: RuleContext) -> Iterator[Finding]:
+    """Each metric regex compiles and captures the value in a group; no name is given twice.
+
+    A regex that does not compile, or has no group, never yields a value: the metric stays
+    empty for the whole job, and nothing says why. Regexes are compiled as Python's ``re``
+    compiles them.
+    """
+    seen: dict[str, int] = {}
+    for index, metric in enumerate(context.spec.metric_definitions):
+        path = f"metric_definitions[{index}]"
+        if isinstance(metric.name, str) and not context.is_token(metric.name):
+            if metric.name in seen:
+                yield Finding(
+                    f"{path}.Name",
+                    f"The metric name is given twice (metric_definitions[{seen[metric.name]}] "
+                    "has it too).",
+                    metric.name,
+                    "each metric name once",
+                    "rename one of them, or drop the duplicate",
+                )
+            seen.setdefault(metric.name, index)
+        regex = metric.regex
+        if not isinstance(regex, str) or context.is_token(regex):
+            continue
+        try:
+            groups = re.compile(regex).groups
+        except re.error as error:
+            yield Finding(
+                f"{path}.Regex",
+                f"The metric regex does not compile: {error}.",
+                regex,
+                "a regular expression with a group around the value, e.g. loss=([0-9.]+)",
+                "fix the expression (escape literal brackets, dots and parentheses with \\)",
+            )
+            continue
+        if groups == 0:
+            yield Finding(
+                f"{path}.Regex",
+                "The metric regex has no group: SageMaker takes the value from the first group.",
+                regex,
+                "a regular expression with a group around the value, e.g. loss=([0-9.]+)",
+                "put parentheses around the part that is the number",
+            )
+
+
+@rule(
     "API-REQUEST",
     source=f"{MODEL_SOURCE} (every constraint) and botocore.validate.ParamValidator",
     example="(a backstop: fires only when no narrower rule explains the problem)",
@@ -299,6 +354,7 @@ __all__ = [
     "MAX_RUNTIME_SECONDS",
     "checkpoint",
     "kms_keys",
+    "metric_regexes",
     "metrics",
     "network",
     "resources",
