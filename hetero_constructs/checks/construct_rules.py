@@ -47,6 +47,24 @@ BASE_JOB_NAME_RULE = register_rule(
     source="SDK v2 estimator.py (base_job_name prefixes every job name)",
     examples=('"base_job_name": "resnet"',),
 )
+DATA_NETWORK_RULE = register_rule(
+    "CDK-DATA-NETWORK",
+    group=CONSTRUCT,
+    severity="warning",
+    title="A heterogeneous job on security groups of the user's lets its instances talk.",
+    details="The data plane (`hetero_runtime.data`) streams batches from one instance group to "
+    "another over the job's VPC, as NCCL and MPI do between the distribution group's hosts. "
+    "Where the task creates the security group (a `vpc` without `security_groups`), it allows "
+    "all traffic between the job's instances. Where the groups are the user's (`security_groups` "
+    "or the spec's `security_group_ids`), the library cannot read their rules: synth shows "
+    "this as a CDK warning annotation (it does not block synth).",
+    source="SageMaker: Give SageMaker training jobs access to resources in your Amazon VPC "
+    "(security groups must allow inbound traffic between the job's instances)",
+    examples=(
+        "group.add_ingress_rule(group, ec2.Port.all_traffic(), 'between the job instances')",
+        "HeterogeneousTrainingTask(..., vpc=vpc)  # the task creates the group",
+    ),
+)
 BUILTIN_METRICS_RULE = register_rule(
     "CDK-BUILTIN-METRICS",
     group=CONSTRUCT,
@@ -63,6 +81,7 @@ BUILTIN_METRICS_RULE = register_rule(
 __all__ = [
     "BASE_JOB_NAME_RULE",
     "BUILTIN_METRICS_RULE",
+    "DATA_NETWORK_RULE",
     "JOB_NAME_RULE",
     "REGION_RULE",
     "TIMEOUT_TOKEN_RULE",

@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import jsii
+from aws_cdk import Annotations
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct, IValidation
 
+from hetero_constructs.checks.construct_rules import DATA_NETWORK_RULE
 from hetero_constructs.constructs import nag, permissions, task_iam
 from hetero_constructs.constructs.job_names import (
     check_prefix,
@@ -299,6 +301,8 @@ class HeterogeneousTrainingTask(FromSpecFile, SubmitTaskState):
                     f"{self.path}: vpc_subnets or security_groups are given without a vpc. "
                     "Fix: pass vpc=... too (or the spec's subnets and security_group_ids)."
                 )
+            if spec.security_group_ids:
+                self._warn_data_network(spec)
             return spec
         if spec.subnets or spec.security_group_ids:
             raise ValueError(
@@ -331,11 +335,28 @@ class HeterogeneousTrainingTask(FromSpecFile, SubmitTaskState):
             # The instances of a distributed job talk to each other on every port (NCCL, MPI).
             group.add_ingress_rule(group, ec2.Port.all_traffic(), "between the job's instances")
             groups = [group]
+        else:
+            self._warn_data_network(spec)
         self._connections = ec2.Connections(security_groups=list(groups))
         return dataclasses.replace(
             spec,
             subnets=tuple(chosen.subnet_ids),
             security_group_ids=tuple(g.security_group_id for g in groups),
+        )
+
+    def _warn_data_network(self, spec: TrainingSpec) -> None:
+        """The user's own security groups: whether they let the groups talk is theirs to check."""
+        if len(spec.instance_groups) < 2:
+            return
+        # A warning annotation, not a violation: the library cannot read an imported group's
+        # rules, and blocking synth on what may be right would make every such app acknowledge.
+        Annotations.of(self).add_warning_v2(
+            f"hetero-constructs:{DATA_NETWORK_RULE}",
+            f"[{DATA_NETWORK_RULE}] the job's security groups are your own: they must allow "
+            "traffic between the job's instances (the data plane's port, "
+            "hetero_runtime.data's 7471 by default, and NCCL/MPI's ports). Fix: a "
+            "self-referencing ingress rule on the group, or leave security_groups out and the "
+            "task creates one that allows it.",
         )
 
     @property

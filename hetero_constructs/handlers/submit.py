@@ -360,7 +360,15 @@ class Submission:
 
     def stop_cancelled_jobs(self, name: str) -> None:
         """Before a new job runs: stop the jobs of this execution whose tasks no longer wait
-        (a retried Parallel's cancelled branch), so that at most one runs at any time."""
+        (a retried Parallel's cancelled branch), so that at most one runs at any time. Best
+        effort: a failed look (throttled) leaves them to the reconcile pass, which stops them
+        too; it never fails the submission."""
+        try:
+            self._stop_cancelled_jobs(name)
+        except ClientError:
+            return
+
+    def _stop_cancelled_jobs(self, name: str) -> None:
         for other in token_store.jobs_of_execution(self.dynamodb, self.run.slot.execution_arn):
             if other.name == name or other.role_arn != self.run.control_role:
                 continue

@@ -413,6 +413,35 @@ def test_cdk_network_objects_become_the_jobs_network_and_its_iam() -> None:
     assert job.connections.security_groups
 
 
+def test_the_users_security_groups_get_a_data_network_warning_the_tasks_do_not() -> None:
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk.assertions import Annotations
+
+    def warnings(scope: cdk.Stack) -> list[str]:
+        found = Annotations.from_stack(scope).find_warning("*", Match.any_value())
+        return [str(w.entry.data) for w in found if "CDK-DATA-NETWORK" in str(w.entry.data)]
+
+    own = stack()
+    vpc = ec2.Vpc(own, "Vpc", max_azs=1)
+    HeterogeneousTrainingJob(own, "Job", spec=spec(), vpc=vpc)
+    assert warnings(own) == []  # the task's group allows traffic between the job's instances
+
+    users = stack()
+    vpc = ec2.Vpc(users, "Vpc", max_azs=1)
+    group = ec2.SecurityGroup(users, "Group", vpc=vpc)
+    HeterogeneousTrainingJob(users, "Job", spec=spec(), vpc=vpc, security_groups=[group])
+    (warning,) = warnings(users)
+    assert "must allow traffic between the job's instances" in warning
+
+    raw_ids = stack()
+    HeterogeneousTrainingJob(
+        raw_ids,
+        "Job",
+        spec=spec(subnets=["subnet-0abc1234"], security_group_ids=["sg-0abc1234"]),
+    )
+    assert len(warnings(raw_ids)) == 1
+
+
 def test_network_props_need_a_vpc_and_exclude_raw_ids() -> None:
     from aws_cdk import aws_ec2 as ec2
 
