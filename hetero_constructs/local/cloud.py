@@ -98,7 +98,7 @@ class LocalCloud:
         self._patch_lambda(patches)
         self._scratch = Path(self._stack.enter_context(scratch_folder()))
         self._default_session()
-        self.training.telemetry = JobTelemetry(self.client)
+        self.training.telemetry = JobTelemetry(self.client, self.training._logs)
         self.lambdas.set_stop_hook(self._stop_current)
         return self
 

@@ -19,7 +19,6 @@ and samples per second rise with it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import re
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from hetero_constructs.local.simulation import hosts
+from hetero_constructs.local.simulation import LogWriter, hosts
 from hetero_constructs.run.metrics import group_of_metric
 from hetero_constructs.runtime.metrics import interval_line, start_line
 
@@ -120,27 +119,15 @@ class JobTelemetry:
     """Writes a local job's lines and metrics through boto3 clients of the local cloud
     (``client``: a service name to a client, in the deployment's region as it is then)."""
 
-    def __init__(self, client: Callable[[str], Any]) -> None:
+    def __init__(self, client: Callable[[str], Any], logs: LogWriter) -> None:
         self._client = client
-
-    @property
-    def logs(self) -> Any:
-        return self._client("logs")
+        # Lines go straight into moto's backend, as the simulation's own do: no client call a
+        # fault or a recording harness would see.
+        self._logs = logs
 
     @property
     def cloudwatch(self) -> Any:
         return self._client("cloudwatch")
-
-    @staticmethod
-    def _stream(logs: Any, job_name: str, host: str, epoch: int) -> str:
-        stream = f"{job_name}/{host}-{epoch}"
-        for create, names in (
-            (logs.create_log_group, {"logGroupName": LOG_GROUP}),
-            (logs.create_log_stream, {"logGroupName": LOG_GROUP, "logStreamName": stream}),
-        ):
-            with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
-                create(**names)
-        return stream
 
     def started(self, job_name: str, request: Mapping[str, Any], at: datetime, epoch: int) -> None:
         """Each host's start line, naming its instance group (stream ``<job>/<host>-<epoch>``)."""
@@ -156,17 +143,8 @@ class JobTelemetry:
     def _put(
         self, job_name: str, host: str, epoch: int, lines: Sequence[tuple[datetime, str]]
     ) -> None:
-        if not lines:
-            return
-        logs = self.logs
-        logs.put_log_events(
-            logGroupName=LOG_GROUP,
-            logStreamName=self._stream(logs, job_name, host, epoch),
-            logEvents=[
-                {"timestamp": int(moment.timestamp() * 1000), "message": message}
-                for moment, message in lines
-            ],
-        )
+        for moment, message in lines:
+            self._logs.write(f"{job_name}/{host}-{epoch}", moment, [message])
 
     def ended(
         self,
