@@ -14,7 +14,8 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   times out or fails while waiting stops its child, as the service does (this is why aws-cdk-lib
   grants ``states:StopExecution`` to such a task).
 - The context object: ``$$.State.RetryCount`` exists in every state (moto sets it only in Task,
-  Map and Parallel states); ``EnteredTime`` and ``Execution.StartTime`` in the service's format.
+  Map and Parallel states); ``EnteredTime`` and ``Execution.StartTime`` in the service's format;
+  ``Execution.RedriveCount`` (0 until a redrive).
 - StopExecution: the execution is ``ABORTED`` at once with its ``ExecutionAborted`` event (moto
   leaves it ``RUNNING`` until a waiting task returns, then records the task's failure); its task
   tokens answer ``TaskDoesNotExist``; the error and cause given are kept.
@@ -32,6 +33,11 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
 - Every status change of a standard execution is reported to ``on_status`` (for EventBridge).
 - SendTaskHeartbeat: accepted for any waiting task, ``TaskTimedOut`` for one that no longer
   waits (moto accepts it only with ``HeartbeatSeconds``); see ``moto_heartbeats``.
+- RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
+  top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
+  DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
+  Parallel or Map re-runs whole (the service re-runs only its failed branches and iterations);
+  see ``moto_redrive``.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from hetero_constructs.local.moto_executions import (
 )
 from hetero_constructs.local.moto_heartbeats import task_heartbeats
 from hetero_constructs.local.moto_integrations import jsonata, service_normalisation
+from hetero_constructs.local.moto_redrive import redrive_execution
 from hetero_constructs.local.patching import Patches
 
 LOG = logging.getLogger(__name__)
@@ -98,6 +105,7 @@ def install(
     task_callbacks(patches)
     fresh_token_per_attempt(patches)
     task_heartbeats(patches)
+    redrive_execution(patches, report)
 
 
 # -- JSONata -----------------------------------------------------------------------------------
