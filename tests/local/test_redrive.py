@@ -270,6 +270,14 @@ def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
 
     first = tokens(2)
     stepfunctions.send_task_success(taskToken=first["Left"], output='{"left": 1}')
+    # The right branch ends the run once the left one has ended (before that, the left one is
+    # stopped with the run and is not a success).
+    while not any(
+        e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] == "Left"
+        for e in cloud.history(arn)
+    ):
+        time.sleep(0.02)
+    time.sleep(0.5)  # the branch's program returns just after its last event
     if how == "FAILED":
         stepfunctions.send_task_failure(taskToken=first["Right"], error="Right.Failed")
     else:
