@@ -1,4 +1,5 @@
-"""``hetero-train status``, ``logs``, ``stop`` and ``list``: inspect, follow and stop runs."""
+"""``hetero-train status``, ``logs``, ``stop``, ``redrive`` and ``list``: inspect, follow, stop
+and redrive runs."""
 
 from __future__ import annotations
 
@@ -207,6 +208,57 @@ def stop(
     return EXIT_SUCCEEDED
 
 
+@cli.command()
+@click.argument("run_id", metavar="RUN")
+@click.option("--follow", is_flag=True, help="follow the redriven run to its end, as run does")
+@poll_option
+@log_grace_option
+@json_option
+@aws_options
+@handles_errors
+def redrive(
+    run_id: str,
+    follow: bool,
+    poll_interval: float,
+    log_grace: float,
+    json_flag: bool,
+    profile: str | None,
+    region: str | None,
+    endpoint_url: str | None,
+) -> int:
+    """Redrive a run that ended FAILED, ABORTED or TIMED_OUT: it goes on from the state it did
+    not get through, under the same ARN; a training task there starts a fresh attempt with a new
+    job name. A running or succeeded run is refused (ExecutionNotRedrivable)."""
+    out = command_output(json_flag)
+    clients = aws_from(profile, region, endpoint_url).run_clients()
+    arn = resolve_execution(run_id, stepfunctions=clients.stepfunctions)
+    outcome = TrainingRun(arn, clients=clients).redrive()
+    if follow:
+        return follow_run(
+            clients,
+            arn,
+            out.console,
+            poll_seconds=poll_interval,
+            log_grace=log_grace,
+            json_out=out.stdout if json_flag else None,
+        ).exit_code
+    if json_flag:
+        out.emit_json(
+            {
+                "executionArn": arn,
+                "redriveDate": outcome.redrive_date,
+                "redriveCount": outcome.redrive_count,
+                "status": outcome.status,
+            }
+        )
+        return EXIT_SUCCEEDED
+    out.console.print(
+        Text.assemble("Redriven ", (arn, "bold"), f" (redrive {outcome.redrive_count})")
+    )
+    out.console.print(f"Follow it with: hetero-train logs {arn} --follow")
+    return EXIT_SUCCEEDED
+
+
 def _user() -> str:
     try:
         return getpass.getuser()
@@ -294,6 +346,7 @@ def list_runs(
 __all__ = [
     "list_runs",
     "logs",
+    "redrive",
     "status",
     "stop",
 ]

@@ -20,9 +20,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,8 +32,8 @@ from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, de
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import FunctionError, Lambdas
-from hetero_constructs.local.patching import Patches
-from hetero_constructs.local.results import Clients, ExecutionResult, Follow
+from hetero_constructs.local.patching import Patches, environment_variable, epoch_millis
+from hetero_constructs.local.results import ExecutionResult, Follow, start_follow
 from hetero_constructs.local.telemetry import JobTelemetry
 from hetero_constructs.local.training import Outcome, TrainingJobs
 
@@ -82,7 +81,7 @@ class LocalCloud:
             "AWS_DEFAULT_REGION": self.region,
             "AWS_REGION": self.region,
         }.items():
-            self._stack.enter_context(_environment(key, value))
+            self._stack.enter_context(environment_variable(key, value))
         self._stack.enter_context(
             mock_aws(
                 config={
@@ -228,8 +227,8 @@ class LocalCloud:
             "stateMachineArn": execution.state_machine.arn,
             "name": execution.name,
             "status": status,
-            "startDate": _millis(execution.start_date),
-            "stopDate": _millis(execution.stop_date) if status != "RUNNING" else None,
+            "startDate": epoch_millis(execution.start_date),
+            "stopDate": epoch_millis(execution.stop_date) if status != "RUNNING" else None,
             "input": moto_gaps.dumps(execution.input_data),
             "output": moto_gaps.dumps(output) if output is not None else None,
             "inputDetails": {"included": True},
@@ -343,20 +342,54 @@ class LocalCloud:
         made no progress for ``stuck_after`` seconds with nothing in flight.
         """
         arn = self.state_machine(state_machine_arn)
+        self._run_counter += 1
+        run_name = name or f"local-run-{self._run_counter}"
+        payload = json.dumps(execution_input if execution_input is not None else {})
+
+        def start() -> str:
+            started = self.client("stepfunctions").start_execution(
+                stateMachineArn=arn, name=run_name, input=payload
+            )
+            return str(started["executionArn"])
+
         scripted = ([outcome] if outcome is not None else []) + list(outcomes)
         self.training.script(scripted, failure_reason=failure_reason, job_duration=job_duration)
-        first_attempt = len(self.training.attempts)
-        first_request = len(self.training.requests)
-        self._run_counter += 1
-        stepfunctions = self.client("stepfunctions")
-        started = stepfunctions.start_execution(
-            stateMachineArn=arn,
-            name=name or f"local-run-{self._run_counter}",
-            input=json.dumps(execution_input if execution_input is not None else {}),
+        return self._run_to_end(
+            start, stop_execution, reconcile_every, stuck_after, timeout, follow
         )
-        execution_arn = str(started["executionArn"])
-        self._current_execution = execution_arn
-        follower = self._follow(follow, execution_arn)
+
+    def redrive(
+        self,
+        execution_arn: str,
+        *,
+        outcomes: Iterable[str | Outcome] = (),
+        job_duration: timedelta | None = None,
+        reconcile_every: float | None = None,
+        timeout: float = 60.0,
+    ) -> ExecutionResult:
+        """RedriveExecution of an execution that ended FAILED, ABORTED or TIMED_OUT, run to its
+        end as ``run`` runs one (``moto_redrive``); ``outcomes``: how the redriven run's jobs end.
+        The result's jobs and requests are the redriven run's, its history the execution's."""
+        self.training.script(list(outcomes), job_duration=job_duration)
+
+        def start() -> str:
+            self.client("stepfunctions").redrive_execution(executionArn=execution_arn)
+            return execution_arn
+
+        return self._run_to_end(start, False, reconcile_every, 2.0, timeout, None)
+
+    def _run_to_end(
+        self,
+        start: Callable[[], str],
+        stop_execution: bool,
+        reconcile_every: float | None,
+        stuck_after: float,
+        timeout: float,
+        follow: Follow | None,
+    ) -> ExecutionResult:
+        first_attempt, first_request = len(self.training.attempts), len(self.training.requests)
+        self._current_execution = execution_arn = start()
+        follower = start_follow(follow, self.client, execution_arn)
         try:
             description = self._drive(
                 execution_arn, stop_execution, reconcile_every, stuck_after, timeout, first_attempt
@@ -365,19 +398,12 @@ class LocalCloud:
             self._current_execution = None
         if follower is not None:
             follower.join(timeout=10)
-        attempts = self.training.attempts[first_attempt:]
-        sagemaker = self.client("sagemaker")
-        created = dict.fromkeys(a.name for a in attempts if a.status != "ResourceLimitExceeded")
-        return ExecutionResult(
-            status=description["status"],
-            output=json.loads(description["output"]) if description.get("output") else None,
-            error=description.get("error"),
-            cause=description.get("cause"),
-            history=self.history(execution_arn),
-            training_jobs=[sagemaker.describe_training_job(TrainingJobName=n) for n in created],
-            submitted_requests=self.training.requests[first_request:],
-            jobs=list(attempts),
-            execution_arn=execution_arn,
+        return ExecutionResult.of(
+            description,
+            self.history(execution_arn),
+            self.client("sagemaker"),
+            list(self.training.attempts[first_attempt:]),
+            self.training.requests[first_request:],
         )
 
     def history(self, execution_arn: str) -> list[dict[str, Any]]:
@@ -457,33 +483,6 @@ class LocalCloud:
                 error="Stopped",
                 cause="local fault: stop_execution_during",
             )
-
-    def _follow(self, follow: Follow | None, execution_arn: str) -> threading.Thread | None:
-        if follow is None:
-            return None
-        clients = Clients(
-            self.client("stepfunctions"), self.client("sagemaker"), self.client("logs")
-        )
-        thread = threading.Thread(target=follow, args=(clients, execution_arn), daemon=True)
-        thread.start()
-        return thread
-
-
-@contextlib.contextmanager
-def _environment(key: str, value: str) -> Iterator[None]:
-    previous = os.environ.get(key)
-    os.environ[key] = value
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = previous
-
-
-def _millis(moment: Any) -> int | None:
-    return int(moment.timestamp() * 1000) if moment is not None else None
 
 
 def _text(body: Any) -> str:

@@ -81,7 +81,7 @@ def context_object(patches: Patches) -> None:
         start = fields.get("StartTime")
         if isinstance(start, datetime.datetime):
             fields["StartTime"] = aws_timestamp(start)
-        return fields
+        return {**fields, "RedriveCount": fields.get("RedriveCount", 0)}
 
     patches.replace(state_module, "StateData", state_data)
     patches.replace(execution_worker, "ExecutionData", execution_data)
@@ -187,7 +187,7 @@ _closing = threading.Lock()
 
 
 class StatusReporter:
-    """Reports each status of an execution once; nothing after ABORTED."""
+    """Reports each status of an execution once; nothing after ABORTED (until a redrive)."""
 
     def __init__(self, on_status: StatusListener) -> None:
         self._on_status = on_status
@@ -205,6 +205,13 @@ class StatusReporter:
                 return
             self._reported.add((arn, status))
         self._on_status(execution, status)
+
+    def redriven(self, execution: Any) -> None:
+        """A redriven execution runs again: RUNNING, and its next end, are reported anew."""
+        arn = execution.exec_arn
+        with self._lock:
+            self._reported = {reported for reported in self._reported if reported[0] != arn}
+        self(execution, "RUNNING")
 
 
 def status_changes(patches: Patches, report: StatusReporter) -> None:

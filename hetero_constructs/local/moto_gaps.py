@@ -14,7 +14,8 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   times out or fails while waiting stops its child, as the service does (this is why aws-cdk-lib
   grants ``states:StopExecution`` to such a task).
 - The context object: ``$$.State.RetryCount`` exists in every state (moto sets it only in Task,
-  Map and Parallel states); ``EnteredTime`` and ``Execution.StartTime`` in the service's format.
+  Map and Parallel states); ``EnteredTime`` and ``Execution.StartTime`` in the service's format;
+  ``Execution.RedriveCount`` (0 until a redrive).
 - StopExecution: the execution is ``ABORTED`` at once with its ``ExecutionAborted`` event (moto
   leaves it ``RUNNING`` until a waiting task returns, then records the task's failure); its task
   tokens answer ``TaskDoesNotExist``; the error and cause given are kept.
@@ -36,6 +37,11 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   its Map iteration cancelled by a failing one, its own ``TimeoutSeconds`` elapsed): its token
   refuses SendTaskSuccess and SendTaskFailure with ``TaskTimedOut`` (moto accepts them and records
   the task's ``TaskFailed`` after the execution has left the state); see ``moto_heartbeats``.
+- RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
+  top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
+  DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
+  Parallel or Map re-runs whole (the service re-runs only its failed branches and iterations);
+  see ``moto_redrive``.
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ from hetero_constructs.local.moto_heartbeats import (
     task_heartbeats,
 )
 from hetero_constructs.local.moto_integrations import jsonata, service_normalisation
+from hetero_constructs.local.moto_redrive import redrive_execution
 from hetero_constructs.local.patching import Patches
 
 LOG = logging.getLogger(__name__)
@@ -109,6 +116,7 @@ def install(
     callback_tasks.track(patches)
     task_heartbeats(patches, callback_tasks)
     closed_task_reports(patches, callback_tasks)  # after task_callbacks: it guards its reports
+    redrive_execution(patches, report)
 
 
 # -- JSONata -----------------------------------------------------------------------------------

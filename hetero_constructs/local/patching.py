@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import os
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -32,13 +34,34 @@ def _restore(owner: Any, name: str, original: Any, missing: object) -> None:
         setattr(owner, name, original)
 
 
+@contextlib.contextmanager
+def environment_variable(key: str, value: str) -> Iterator[None]:
+    """``os.environ[key]`` set to ``value`` while the context lasts."""
+    previous = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = previous
+
+
 def aws_timestamp(moment: datetime.datetime) -> str:
     """ISO 8601 with milliseconds and ``Z``, as the context object carries times."""
     utc = moment.astimezone(datetime.UTC)
     return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
+def epoch_millis(moment: datetime.datetime | None) -> int | None:
+    """Milliseconds since the epoch, as EventBridge events carry times."""
+    return int(moment.timestamp() * 1000) if moment is not None else None
+
+
 __all__ = [
     "Patches",
     "aws_timestamp",
+    "environment_variable",
+    "epoch_millis",
 ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,18 @@ class Clients:
 Follow = Callable[[Clients, str], None]
 
 
+def start_follow(
+    follow: Follow | None, client: Callable[[str], Any], execution_arn: str
+) -> threading.Thread | None:
+    """``follow`` in its own thread, with clients made by ``client`` (a service's name)."""
+    if follow is None:
+        return None
+    clients = Clients(client("stepfunctions"), client("sagemaker"), client("logs"))
+    thread = threading.Thread(target=follow, args=(clients, execution_arn), daemon=True)
+    thread.start()
+    return thread
+
+
 @dataclass
 class ExecutionResult:
     """What a local run did: the execution's end, its history, and the training jobs it made."""
@@ -36,6 +50,30 @@ class ExecutionResult:
     submitted_requests: list[dict[str, Any]] = field(default_factory=list)  # every call, as sent
     jobs: list[TrainingJobAttempt] = field(default_factory=list)  # one per attempt, in order
     execution_arn: str = ""
+
+    @classmethod
+    def of(
+        cls,
+        description: dict[str, Any],
+        history: list[dict[str, Any]],
+        sagemaker: Any,
+        attempts: list[TrainingJobAttempt],
+        requests: list[dict[str, Any]],
+    ) -> ExecutionResult:
+        """The result of an ended execution (DescribeExecution), with the attempts and
+        requests its run made; each job it created is described now."""
+        created = dict.fromkeys(a.name for a in attempts if a.status != "ResourceLimitExceeded")
+        return cls(
+            status=description["status"],
+            output=json.loads(description["output"]) if description.get("output") else None,
+            error=description.get("error"),
+            cause=description.get("cause"),
+            history=history,
+            training_jobs=[sagemaker.describe_training_job(TrainingJobName=n) for n in created],
+            submitted_requests=requests,
+            jobs=attempts,
+            execution_arn=str(description["executionArn"]),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """The command line's ``--json`` object."""
@@ -52,4 +90,5 @@ __all__ = [
     "Clients",
     "ExecutionResult",
     "Follow",
+    "start_follow",
 ]

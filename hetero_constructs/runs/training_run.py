@@ -1,4 +1,4 @@
-"""``TrainingRun``: start, follow, inspect and stop a training run from Python.
+"""``TrainingRun``: start, follow, inspect, stop and redrive a training run from Python.
 
 The API the ``hetero-train`` commands are built on, for scripts and notebooks (the SageMaker
 SDK's ``estimator.fit(logs=True)`` habit)::
@@ -11,6 +11,7 @@ SDK's ``estimator.fit(logs=True)`` habit)::
     run.logs(group="gpu")                 # every line of the gpu group's hosts
     run.metrics(group="gpu")              # samples/s, data wait, the spec's metrics over time
     TrainingRun.attach(run.arn).stop()
+    TrainingRun.attach(failed_arn).redrive()   # a failed run goes on where it failed
 
 Any boto3 clients serve: AWS through the standard chain, or a local account
 (``hetero-train local serve``, with ``AWS_ENDPOINT_URL``). Nothing assumes a terminal: ``wait``
@@ -43,6 +44,7 @@ from hetero_constructs.runs.inputs import (
 )
 from hetero_constructs.runs.logs import LogLine
 from hetero_constructs.runs.metrics import DEFAULT_PERIOD_SECONDS, MetricSeries, run_metrics
+from hetero_constructs.runs.redrive import RedriveOutcome, redrive_run
 from hetero_constructs.runs.stop import StopOutcome, stop_run
 from hetero_constructs.runs.watch import RunWatch
 from hetero_constructs.spec.violations import Violation
@@ -301,6 +303,13 @@ class TrainingRun:
     def stop(self, cause: str = "Stopped from TrainingRun.stop") -> StopOutcome:
         """Stop the execution and its training jobs still in progress."""
         return stop_run(self.clients, self.arn, cause=cause)
+
+    def redrive(self) -> RedriveOutcome:
+        """Redrive a run that ended FAILED, ABORTED or TIMED_OUT: it goes on from the state it
+        did not get through, under the same ARN, and a training task there starts a fresh
+        attempt with a new job name. ``ClientError`` (``ExecutionNotRedrivable``) for a run
+        that is running or succeeded. Then ``wait`` as for a started run."""
+        return redrive_run(self.clients, self.arn)
 
 
 def state_machine_arn(stepfunctions: Any, state_machine: str) -> str:

@@ -131,6 +131,28 @@ def stop_aborts_a_run() -> None:
     assert stopped["stoppedExecution"] is True and stopped["status"] == "ABORTED"
 
 
+def redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, text = cli(
+        "redrive", "served-stop", "--follow", "--json", "--poll-interval", "0.2",
+        "--log-grace", "2",
+    )  # fmt: skip
+    assert code == 0, text
+    summary = records(text)[-1]
+    assert summary["succeeded"] is True and summary["status"] == "SUCCEEDED"
+    described = boto3.client("stepfunctions").describe_execution(
+        executionArn=summary["executionArn"]
+    )
+    assert described["redriveCount"] == 1 and "redriveDate" in described
+    capsys.readouterr()
+    code, text = cli("redrive", "served-1", "--json")
+    assert (code, text) == (1, "")
+    refused = json.loads(capsys.readouterr().err)
+    assert refused["error"] == "ExecutionNotRedrivable"
+    assert "SUCCEEDED" in refused["message"]
+
+
 def a_users_pipeline_runs_with_its_own_input() -> None:
     code, text = cli(
         "run", "user-pipeline", "--input", '{"epochs": 3}', "--name", "served-user",
@@ -182,11 +204,17 @@ def the_python_api_starts_follows_and_reads_a_run() -> None:
     again = TrainingRun.start("hetero-example", name="api-stop")
     outcome = again.stop()
     assert outcome.stopped_execution and again.status().status == "ABORTED"
+    redriven = again.redrive()
+    assert (redriven.redrive_count, redriven.status) == (1, "RUNNING")
+    assert again.wait(out=None, poll_seconds=0.2, log_grace=1).succeeded
 
 
-def test_the_local_account_serves_runs_as_aws_does(account: str) -> None:
+def test_the_local_account_serves_runs_as_aws_does(
+    account: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     a_run_fails_over_from_a_capacity_error_and_is_shown_in_time_order()
     stop_aborts_a_run()
+    redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(capsys)
     a_users_pipeline_runs_with_its_own_input()
     the_python_api_starts_follows_and_reads_a_run()
     plain_boto3_sees_the_account()

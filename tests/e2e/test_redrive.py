@@ -1,0 +1,163 @@
+"""RedriveExecution of a run whose training failed, end to end in the local runner.
+
+The ``two-tasks`` state machine (``ManyTasksStack``): a first training task, then a second. The
+second's job fails, so the execution ends FAILED; a redrive goes on from the second task (the
+first is not run again): a fresh attempt with a new job name, whose job completes, and the
+execution succeeds with that job's output. The old run's FAILED event, delivered again while the
+redriven run trains, stops nothing (the events Lambda asks DescribeExecution first).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from botocore.exceptions import ClientError
+
+from hetero_constructs import TrainingErrors
+from hetero_constructs.local import ExecutionResult, LocalCloud
+from hetero_constructs.run import lifecycle
+from tests.fixtures.composed_stacks import ManyTasksStack
+
+MACHINE = "two-tasks"
+NAN = "Failed:AlgorithmError: loss is NaN"
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    outdir = tmp_path_factory.mktemp("redrive.out")
+    app = cdk.App(outdir=str(outdir))
+    ManyTasksStack(app, "ManyTasks")
+    app.synth()
+    return outdir / "ManyTasks.template.json"
+
+
+@pytest.fixture
+def cloud(template: Path) -> Iterator[LocalCloud]:
+    with LocalCloud() as local:
+        local.deploy(template)
+        yield local
+
+
+def names(result: ExecutionResult) -> list[str]:
+    return [request["TrainingJobName"] for request in result.submitted_requests]
+
+
+def failed_run(cloud: LocalCloud, name: str) -> ExecutionResult:
+    """A run whose first job completes and whose second job fails: the execution fails."""
+    result = cloud.run(cloud.state_machine(MACHINE), {}, name=name, outcomes=["Completed", NAN])
+    assert result.status == "FAILED", result.cause
+    assert result.error == TrainingErrors.TRAINING_FAILED
+    assert [job.status for job in result.jobs] == ["Completed", "Failed"]
+    return result
+
+
+def end_events(cloud: LocalCloud, execution_arn: str) -> list[dict[str, Any]]:
+    return [
+        event
+        for event in list(cloud.bus.events)
+        if event["source"] == lifecycle.EXECUTION_EVENT_SOURCE
+        and event["detail"]["executionArn"] == execution_arn
+    ]
+
+
+def test_a_redriven_run_trains_a_new_job_and_succeeds_with_its_output(cloud: LocalCloud) -> None:
+    failed = failed_run(cloud, "redriven")
+    first_job, failed_job = names(failed)
+
+    redriven = cloud.redrive(failed.execution_arn)
+    assert redriven.status == "SUCCEEDED", redriven.cause
+    assert redriven.execution_arn == failed.execution_arn
+    # Only the second task ran again: one new attempt, with a name never used before.
+    (new_job,) = names(redriven)
+    assert new_job not in (first_job, failed_job)
+    assert new_job.startswith("many-second-") and failed_job.startswith("many-second-")
+    assert [job.status for job in redriven.jobs] == ["Completed"]
+    # Its output is the new job's; the first task's output is the first run's.
+    assert redriven.output["second"]["TrainingJobName"] == new_job
+    assert redriven.output["second"]["ModelArtifacts"]["S3ModelArtifacts"].endswith(
+        f"/{new_job}/output/model.tar.gz"
+    )
+    assert redriven.output["first"]["TrainingJobName"] == first_job
+    described = cloud.client("stepfunctions").describe_execution(executionArn=failed.execution_arn)
+    assert described["redriveCount"] == 1 and described["startDate"] < described["redriveDate"]
+    types = [event["type"] for event in redriven.history]
+    assert types.index("ExecutionFailed") < types.index("ExecutionRedriven")
+    assert types[-1] == "ExecutionSucceeded"
+    statuses = [event["detail"]["status"] for event in end_events(cloud, failed.execution_arn)]
+    assert statuses == ["RUNNING", "FAILED", "RUNNING", "SUCCEEDED"]
+    # The old failed job was never reported again, nor stopped.
+    assert cloud.training.stopped_jobs == []
+    assert cloud.training.attempt(failed_job).status == "Failed"
+
+
+def test_the_old_failed_event_after_a_redrive_stops_nothing(cloud: LocalCloud) -> None:
+    failed = failed_run(cloud, "stale-end")
+    arn = failed.execution_arn
+    (old_end,) = [e for e in end_events(cloud, arn) if e["detail"]["status"] == "FAILED"]
+    stepfunctions = cloud.client("stepfunctions")
+    known = len(cloud.training.attempts)
+    stepfunctions.redrive_execution(executionArn=arn)
+    new_job = _new_job_running(cloud, known)
+    assert new_job not in names(failed)
+
+    # The old run's FAILED event, delivered again (late, or replayed) while the new job trains.
+    invoked = len(cloud.lambdas.invocations)
+    cloud.bus.put(old_end)
+    cloud.settle()
+    handled = [i for i in cloud.lambdas.invocations[invoked:] if i.event == old_end]
+    assert len(handled) == 1 and handled[0].error is None  # the events Lambda got it
+    assert cloud.training.stopped_jobs == []
+    assert cloud.training.attempt(new_job).status == "InProgress"
+    # A reconcile pass finds the redriven run's task waiting: it stops nothing either.
+    assert cloud.fire_schedules() == 1
+    assert cloud.training.stopped_jobs == []
+
+    cloud.end_training_job(new_job)  # Completed
+    described = _ended(cloud, arn)
+    assert described["status"] == "SUCCEEDED", described
+    assert described["redriveCount"] == 1
+    assert f'"TrainingJobName":"{new_job}"' in described["output"].replace(" ", "")
+
+
+def test_a_succeeded_run_is_not_redriven(cloud: LocalCloud) -> None:
+    result = cloud.run(cloud.state_machine(MACHINE), {}, name="succeeded")
+    assert result.status == "SUCCEEDED", result.cause
+    requests = len(cloud.training.requests)
+    with pytest.raises(ClientError) as refused:
+        cloud.redrive(result.execution_arn)
+    assert refused.value.response["Error"]["Code"] == "ExecutionNotRedrivable"
+    assert "SUCCEEDED" in refused.value.response["Error"]["Message"]
+    described = cloud.client("stepfunctions").describe_execution(executionArn=result.execution_arn)
+    assert (described["status"], described["redriveCount"]) == ("SUCCEEDED", 0)
+    assert described["redriveStatus"] == "NOT_REDRIVABLE"
+    assert len(cloud.training.requests) == requests  # no job was created
+
+
+def _new_job_running(cloud: LocalCloud, known: int, timeout: float = 20) -> str:
+    """The job the redriven run created, once it runs and the run's code is idle."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cloud.deliver_events()
+        new = [a for a in cloud.training.attempts[known:] if a.status == "InProgress"]
+        if new and not cloud.lambdas.running() and not cloud.bus.pending():
+            (attempt,) = new
+            return attempt.name
+        time.sleep(0.02)
+    raise AssertionError("the redriven run created no job")
+
+
+def _ended(cloud: LocalCloud, arn: str, timeout: float = 20) -> dict[str, Any]:
+    stepfunctions = cloud.client("stepfunctions")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        cloud.deliver_events()
+        described = dict(stepfunctions.describe_execution(executionArn=arn))
+        if described["status"] != "RUNNING":
+            return described
+        time.sleep(0.02)
+    raise AssertionError(f"{arn} did not end")
