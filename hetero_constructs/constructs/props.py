@@ -107,9 +107,9 @@ class HeterogeneousTrainingTaskProps(HeterogeneousTrainingProps):
     before any job is created. Default: none."""
 
     job_key: str | None = None
-    """A path or expression whose value tells parallel entries of this state apart when they may
-    start in the same millisecond (e.g. the item index of an inline Map, passed in through its
-    ItemSelector). Default: none."""
+    """A path or expression whose value goes into the job names, e.g. to keep names stable
+    across runs. Not needed to tell a Map's iterations apart: entries with the same context get
+    a job each without it (docs/lifecycle.md, lanes). Default: none."""
 
     comment: str | None = None
     """The state's comment."""

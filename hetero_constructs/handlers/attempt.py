@@ -43,8 +43,8 @@ class Run:
     def of(event: dict[str, Any]) -> Run:
         context = event["context"]
         # The entry's own overrides tell apart entries that start together (a Map's iterations
-        # over different items), with or without the user's own key: ``$$.Map.Item.Index`` is
-        # in the context of a Map's ItemSelector only, not of the states of its iterations.
+        # over different items), with or without the user's own key; entries that agree on
+        # these too get a lane each (``lanes``).
         keys = [str(event.get("jobKey") or "")]
         if event.get("input") not in (None, {}, [], ""):
             text = json.dumps(event["input"], sort_keys=True, separators=(",", ":"), default=str)

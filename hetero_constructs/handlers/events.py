@@ -211,7 +211,7 @@ def _release(dynamodb: Any, item: token_store.JobItem) -> None:
     slot = token_store.get_slot(dynamodb, item.slot)
     if slot is None or slot.job != item.name:
         return
-    released = dataclasses.replace(slot, job=None, reported=False)
+    released = dataclasses.replace(slot, job=None, reported=False, completed=False)
     token_store.put_slot(dynamodb, released, outcome.SLOT_TTL_SECONDS, only_if_job=item.name)
 
 

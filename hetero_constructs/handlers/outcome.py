@@ -192,9 +192,14 @@ def settle(
             reported,
             failures if reported else (slot.capacity_failures if slot else 0),
             holder=max(slot.holder if slot else 0, item.token_holder),
+            completed=reported and job.get("TrainingJobStatus") == "Completed",
         )
-        if slot is not None:
-            written = dataclasses.replace(written, version=slot.version)
+        if slot is None:
+            written = written.held_by(item.task_token)
+        else:
+            written = dataclasses.replace(
+                written, version=slot.version, token=slot.token, chain=slot.chain
+            )
         token_store.put_slot(dynamodb, written, SLOT_TTL_SECONDS, only_if_job=item.name)
 
     record(True)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, environment, outcome, token_store
+from hetero_constructs.handlers import control, environment, lanes, outcome, token_store
 from hetero_constructs.handlers.attempt import (
     InvalidOverrides,
     Run,
@@ -141,7 +141,9 @@ class Submission:
         # read the same version loses), then the job item (never over a newer attempt's token).
         mine = self.run.retry_count
         if mine > slot.holder and not token_store.put_slot(
-            self.dynamodb, dataclasses.replace(slot, holder=mine), _SLOT_TTL
+            self.dynamodb,
+            dataclasses.replace(slot.held_by(self.run.task_token), holder=mine),
+            _SLOT_TTL,
         ):
             return self.lost("a racing invocation took the slot")
         item = self.job_item(slot.job, slot.attempt, slot.variant, request)
@@ -209,12 +211,27 @@ class Submission:
             failures + (1 if refused else 0),
             holder=max(item.token_holder, slot.holder if slot else 0),
             version=slot.version if slot else 0,
+            token=slot.token if slot else "",
+            chain=slot.chain if slot else (),
         )
         token_store.put_slot(self.dynamodb, written, _SLOT_TTL, only_if_job=item.name)
 
     def submit(self) -> dict[str, Any]:
+        """Find this entry's lane (``lanes``), then go on with its attempt there."""
+        lane = 0
+        for _ in range(2 * lanes.MAX_LANES):
+            lane, previous = lanes.choose(self.dynamodb, self.stepfunctions, self.run, lane)
+            self.run = dataclasses.replace(self.run, slot=self.run.slot.in_lane(lane))
+            answer = self.submit_in_lane(previous)
+            if answer is not None:
+                return answer
+            # An identical entry claimed the lane first: look again from it on.
+        raise lanes.TooManyLanes(f"{self.run.slot.state_name!r}: the lanes kept changing")
+
+    def submit_in_lane(self, previous: token_store.SlotItem | None) -> dict[str, Any] | None:
+        """The attempt in the chosen lane (its slot as read: ``previous``); None when another
+        entry claimed the lane first."""
         run = self.run
-        previous = token_store.get_slot(self.dynamodb, run.slot.digest)
         if previous is not None:
             if run.retry_count < previous.holder:
                 # A late invocation of an earlier attempt: its task was retried since.
@@ -259,9 +276,13 @@ class Submission:
             failures,
             holder=attempt,
             version=previous.version if previous else 0,
-        )
+            chain=previous.chain if previous else (),
+        ).held_by(run.task_token)
         if not token_store.put_slot(self.dynamodb, claim, _SLOT_TTL, fresh=previous is None):
-            return self.lost("a racing invocation took the slot")
+            now = token_store.get_slot(self.dynamodb, run.slot.digest)
+            if now is None or lanes.is_own(now, run):
+                return self.lost("a racing invocation took the slot")
+            return None
         try:
             written = token_store.put_job(self.dynamodb, item, run.ttl_seconds)
         except Exception:

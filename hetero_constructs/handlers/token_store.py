@@ -8,7 +8,9 @@
   finds every job that could still be running. The ``byExecution`` index finds an execution's
   jobs when it ends.
 - ``slot#{digest}``: one entry of a task: its current job, attempt, whether that job's end was
-  reported, and how many capacity failures it had (which fallback variant runs next).
+  reported, and how many capacity failures it had (which fallback variant runs next); the task
+  token of the attempt that holds it and a mark of every token that held it (how an entry finds
+  its own lane among identical entries, see ``lanes``).
 
 Every write is conditional (docs/lifecycle.md): a job item is created only where none is
 (``attribute_not_exists``), handed to a newer attempt only by a newer attempt, deleted only by
@@ -19,6 +21,8 @@ nothing. Every item expires through DynamoDB TTL (``expires_at``).
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +100,18 @@ class SlotItem:
     holder: int = 0
     # Raised by every write: a writer that read version N writes only over version N.
     version: int = 0
+    # The task token of the attempt that holds the slot ("" in items written before it was kept).
+    token: str = ""
+    # ``token_mark`` of every token that held the slot: an invocation finds its own entry's lane.
+    chain: tuple[str, ...] = ()
+    # A success was reported for ``job``: the lane's entry is done, no other entry takes it.
+    completed: bool = False
+
+    def held_by(self, token: str) -> SlotItem:
+        """The slot as the attempt holding ``token`` takes it."""
+        mark = token_mark(token)
+        chain = self.chain if mark in self.chain else (*self.chain, mark)
+        return dataclasses.replace(self, token=token, chain=chain)
 
     @staticmethod
     def parse(item: dict[str, Any]) -> SlotItem:
@@ -109,7 +125,15 @@ class SlotItem:
             written_at=int(item.get("written_at", {}).get("N", "0")),
             holder=int(item.get("holder", {}).get("N", "0")),
             version=int(item.get("version", {}).get("N", "0")),
+            token=item.get("token", {}).get("S", ""),
+            chain=tuple(mark["S"] for mark in item.get("chain", {}).get("L", [])),
+            completed=bool(item.get("completed", {}).get("BOOL", False)),
         )
+
+
+def token_mark(token: str) -> str:
+    """64 bits of a task token: what a slot remembers of each token that held it."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 def _conditional(dynamodb: Any, call: str, **arguments: Any) -> bool:
@@ -261,6 +285,12 @@ def put_slot(
     }
     if slot.job is not None:
         item["job"] = {"S": slot.job}
+    if slot.token:
+        item["token"] = {"S": slot.token}
+    if slot.chain:
+        item["chain"] = {"L": [{"S": mark} for mark in slot.chain]}
+    if slot.completed:
+        item["completed"] = {"BOOL": True}
     condition: dict[str, Any]
     if only_if_job is not None:
         condition = {
@@ -293,4 +323,5 @@ __all__ = [
     "put_slot",
     "quarantine",
     "table_name",
+    "token_mark",
 ]

@@ -14,7 +14,8 @@ one ``ExecutionDoesNotExist``.
 Here: the top-level state the run was in when it ended is entered again, whole, with the input
 it was first entered with and the variables assigned before it; the context object's
 ``Execution`` gains ``RedriveCount`` and ``RedriveTime``; the RUNNING status change is reported
-again (EventBridge), and so is the redriven run's end.
+again (EventBridge), and so is the redriven run's end; a task token of an ended run still
+answers ``TaskDoesNotExist``.
 
 Gaps left, against the service: a Parallel or inline Map re-runs every branch and iteration (the
 service re-runs only those that failed or were aborted); a Distributed Map's Map Run is not
@@ -70,6 +71,7 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
     from moto.core.exceptions import AWSError
     from moto.core.responses import ActionResult
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
     from moto.stepfunctions.responses import StepFunctionResponse
 
     class ExecutionNotRedrivable(AWSError):
@@ -124,6 +126,9 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
             items.append({**item, **{k: v for k, v in fields.items() if k in _LISTED}})
         return ActionResult({**result.result, "executions": items})
 
+    for name in ("send_task_success", "send_task_failure"):
+        answer = getattr(StepFunctionsParserBackend, name)
+        patches.replace(StepFunctionsParserBackend, name, _ended_runs_tokens_gone(answer))
     patches.replace(CommonStateField, "_eval_body", remembering_entry)
     patches.replace(StepFunctionResponse, "redrive_execution", redrive)
     patches.replace(StepFunctionResponse, "describe_execution", describe_with_redrive)
@@ -131,6 +136,29 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
 
 
 _LISTED = ("redriveCount", "redriveDate")
+
+
+def _ended_runs_tokens_gone(answer: Any) -> Any:
+    """A token of a run that ended before a redrive still answers ``TaskDoesNotExist``, as it
+    did before the redrive (the backend looks only at each execution's current run)."""
+    from moto.core.exceptions import AWSError
+    from moto.stepfunctions.exceptions import InvalidToken
+
+    class TaskDoesNotExist(AWSError):
+        TYPE = "TaskDoesNotExist"
+        STATUS = 400
+
+    def answering(backend: Any, task_token: str, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return answer(backend, task_token, *args, **kwargs)
+        except InvalidToken:
+            for execution in backend._get_executions():
+                for env in getattr(execution, "ended_runs", ()):
+                    if env.callback_pool_manager.get(task_token) is not None:
+                        raise TaskDoesNotExist("Provided task does not exist anymore") from None
+            raise
+
+    return answering
 
 
 class _Superseded:
@@ -179,6 +207,8 @@ def _restart(execution: Any, redrive_date: datetime.datetime) -> threading.Threa
     )
     worker.env = env
     execution.exec_worker = worker
+    if ended_env is not None:
+        execution.ended_runs = [*getattr(execution, "ended_runs", []), ended_env]
     execution.redrive_count = count
     execution.redrive_date = redrive_date
     execution.exec_status = ExecutionStatus.RUNNING

@@ -8,6 +8,7 @@ name and the time it was entered (a loop re-enters it), and an optional key that
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass
@@ -34,6 +35,11 @@ class RunSlot:
     state_name: str
     state_entered: str
     job_key: str = ""
+    # Which of several otherwise identical entries this is (0 for the first, and for nearly all).
+    lane: int = 0
+
+    def in_lane(self, lane: int) -> RunSlot:
+        return dataclasses.replace(self, lane=lane)
 
     @property
     def execution_name(self) -> str:
@@ -48,6 +54,8 @@ class RunSlot:
             self.state_name,
             self.state_entered,
             self.job_key,
+            # Lane 0 keeps the digest slots had before lanes existed.
+            *((f"lane:{self.lane}",) if self.lane else ()),
         )
         return hashlib.sha256("\x1f".join(fields).encode()).hexdigest()[:32]
 

@@ -144,6 +144,35 @@ def test_map_iterations_get_distinct_jobs(cloud: LocalCloud) -> None:
     assert sorted(output["TrainingJobName"] for output in result.output) == sorted(names)
 
 
+def test_map_iterations_over_identical_items_get_distinct_jobs(
+    cloud: LocalCloud, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Iterations that enter the task in the same instant (forced here: times cut to the
+    second) with the same item show it the same context: each still gets its own job."""
+    from hetero_constructs.handlers import lanes
+    from hetero_constructs.local import moto_executions
+
+    stamp = moto_executions.aws_timestamp
+    monkeypatch.setattr(
+        moto_executions, "aws_timestamp", lambda moment: stamp(moment.replace(microsecond=0))
+    )
+    chosen: list[int] = []
+    choose = lanes.choose
+
+    def recorded(*args: Any) -> Any:
+        lane, slot = choose(*args)
+        chosen.append(lane)
+        return lane, slot
+
+    monkeypatch.setattr(lanes, "choose", recorded)
+    result = cloud.run(cloud.state_machine("mapped-identical"), {"items": [{}] * 4}, name="same")
+    assert result.status == "SUCCEEDED", result.cause
+    names = job_names(result)
+    assert len(names) == 4 and len(set(names)) == 4
+    assert sorted(output["TrainingJobName"] for output in result.output) == sorted(names)
+    assert max(chosen) > 0  # the iterations did share one context
+
+
 @pytest.mark.parametrize("parent", ["parent-jsonpath", "parent-jsonata"])
 def test_a_parent_receives_the_child_runs_training_output(cloud: LocalCloud, parent: str) -> None:
     result = cloud.run(cloud.state_machine(parent), {}, name=f"{parent}-ok")

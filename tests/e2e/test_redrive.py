@@ -9,6 +9,7 @@ redriven run trains, stops nothing (the events Lambda asks DescribeExecution fir
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,6 +125,39 @@ def test_the_old_failed_event_after_a_redrive_stops_nothing(cloud: LocalCloud) -
     assert f'"TrainingJobName":"{new_job}"' in described["output"].replace(" ", "")
 
 
+def test_a_run_stopped_mid_training_is_redriven_while_its_old_job_still_stops(
+    cloud: LocalCloud,
+) -> None:
+    """StopExecution while the first job trains: the events Lambda stops the job. The redrive
+    comes before SageMaker has ended it; its Stopped event, arriving during the redriven run, is
+    reported to the old run's closed task, never to the new one, and stops nothing."""
+    stepfunctions = cloud.client("stepfunctions")
+    arn = stepfunctions.start_execution(
+        stateMachineArn=cloud.state_machine(MACHINE), name="stopped-mid", input="{}"
+    )["executionArn"]
+    old_job = _new_job_running(cloud, 0)
+    stepfunctions.stop_execution(executionArn=arn, error="Stopped", cause="by the test")
+    cloud.settle()  # the ABORTED event: the events Lambda stops the job
+    assert cloud.training.stopped_jobs == [old_job]
+    assert cloud.training.attempt(old_job).status == "Stopping"
+
+    known = len(cloud.training.attempts)
+    stepfunctions.redrive_execution(executionArn=arn)
+    new_job = _new_job_running(cloud, known)
+    assert new_job != old_job and new_job.startswith("many-first-")
+    cloud.end_training_job(old_job)  # SageMaker ends the stopped job now: its Stopped event
+    assert cloud.training.attempt(old_job).status == "Stopped"
+    assert cloud.training.attempt(new_job).status == "InProgress"
+    assert cloud.training.stopped_jobs == [old_job]
+    assert stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
+
+    described = _ended(cloud, arn, advance=True)  # both tasks' jobs complete
+    assert described["status"] == "SUCCEEDED", described
+    output = json.loads(described["output"])
+    assert output["first"]["TrainingJobName"] == new_job
+    assert cloud.training.stopped_jobs == [old_job]
+
+
 def test_a_succeeded_run_is_not_redriven(cloud: LocalCloud) -> None:
     result = cloud.run(cloud.state_machine(MACHINE), {}, name="succeeded")
     assert result.status == "SUCCEEDED", result.cause
@@ -151,11 +185,18 @@ def _new_job_running(cloud: LocalCloud, known: int, timeout: float = 20) -> str:
     raise AssertionError("the redriven run created no job")
 
 
-def _ended(cloud: LocalCloud, arn: str, timeout: float = 20) -> dict[str, Any]:
+def _ended(
+    cloud: LocalCloud, arn: str, timeout: float = 20, *, advance: bool = False
+) -> dict[str, Any]:
+    """DescribeExecution once ``arn`` has ended; with ``advance``, jobs end as they run."""
     stepfunctions = cloud.client("stepfunctions")
     deadline = time.monotonic() + timeout
+    seen: set[str] = set()
     while time.monotonic() < deadline:
-        cloud.deliver_events()
+        if advance:
+            cloud.advance(seen)
+        else:
+            cloud.deliver_events()
         described = dict(stepfunctions.describe_execution(executionArn=arn))
         if described["status"] != "RUNNING":
             return described

@@ -81,6 +81,7 @@ def test_a_late_invocation_of_an_earlier_attempt_never_takes_the_job(world: Hand
     token_0, token_1 = world.token(), world.token()
     late = world.submit_event(execution, token_0)
     job = submit.handler(late)["TrainingJobName"]
+    world.open_tokens.discard(token_0)  # Step Functions closes attempt 0 before attempt 1
     assert submit.handler(world.submit_event(execution, token_1, retry_count=1))["resumed"]
     answer = submit.handler(late)
     assert "superseded" in answer
@@ -112,6 +113,62 @@ def test_map_entries_get_their_own_slots_and_jobs(world: HandlerWorld) -> None:
         assert report.body["TrainingJobName"] == name
 
 
+def test_identical_map_entries_get_a_lane_each(world: HandlerWorld) -> None:
+    """Item 5: iterations of an inline Map over identical items (the same overrides, no
+    job_key, the same entry time) tell apart by their tokens alone: a job each, each heard by
+    its own entry only; a duplicate invocation of one finds its own job."""
+    execution = world.start("run-1")
+    tokens = [world.token() for _ in range(3)]
+    names = [submit.handler(world.submit_event(execution, t))["TrainingJobName"] for t in tokens]
+    assert len(set(names)) == 3 and world.training.running() == names
+    again = submit.handler(world.submit_event(execution, tokens[1]))
+    assert again == {"TrainingJobName": names[1], "resumed": True}
+    for name in names:
+        world.training.end(name, "Completed")
+        events.dispatch(world.job_event(name), world.dynamodb)
+    for token, name in zip(tokens, names, strict=True):
+        [report] = world.reports_to(token)
+        assert report.body["TrainingJobName"] == name
+
+
+def test_a_retry_of_an_identical_entry_never_takes_its_live_twins_job(
+    world: HandlerWorld,
+) -> None:
+    execution = world.start("run-1")
+    first, twin = world.token(), world.token()
+    failed = submit.handler(world.submit_event(execution, first))["TrainingJobName"]
+    running = submit.handler(world.submit_event(execution, twin))["TrainingJobName"]
+    world.training.end(failed, "Failed:AlgorithmError: boom")
+    events.dispatch(world.job_event(failed), world.dynamodb)  # closes the first task
+    retry = world.token()
+    retried = submit.handler(world.submit_event(execution, retry, retry_count=1))
+    assert retried["TrainingJobName"] not in (failed, running)
+    assert world.status(running) == "InProgress"
+    world.training.end(running, "Completed")
+    events.dispatch(world.job_event(running), world.dynamodb)
+    assert [r.body["TrainingJobName"] for r in world.reports_to(twin)] == [running]
+    assert world.reports_to(retry) == []
+
+
+def test_a_success_one_identical_entry_heard_is_never_handed_to_another(
+    world: HandlerWorld,
+) -> None:
+    execution = world.start("run-1")
+    heard, cancelled = world.token(), world.token()
+    done = submit.handler(world.submit_event(execution, heard))["TrainingJobName"]
+    stopped = submit.handler(world.submit_event(execution, cancelled))["TrainingJobName"]
+    world.training.end(done, "Completed")
+    events.dispatch(world.job_event(done), world.dynamodb)
+    world.open_tokens.discard(cancelled)  # its iteration was cancelled, then retried
+    events.reconcile(world.dynamodb)
+    assert world.status(stopped) == "Stopping"
+    retry = world.token()
+    answer = submit.handler(world.submit_event(execution, retry, retry_count=1))
+    assert answer["TrainingJobName"] not in (done, stopped)
+    assert world.reports_to(retry) == []
+    assert [r.body["TrainingJobName"] for r in world.reports_to(heard)] == [done]
+
+
 def test_a_job_of_another_request_is_never_an_entrys_own(world: HandlerWorld) -> None:
     """Case 4's second guard: the job's request digest (in its slot tag) must be the entry's."""
     from hetero_constructs.handlers import attempt
@@ -133,7 +190,9 @@ def test_two_racing_invocations_create_one_job(
     """Case 5: attempt 1 (a retry of a call that timed out) read the slot before attempt 0
     wrote it."""
     execution = world.start("run-1")
-    submit.handler(world.submit_event(execution, world.token()))
+    first = world.token()
+    job = submit.handler(world.submit_event(execution, first))["TrainingJobName"]
+    world.open_tokens.discard(first)  # Step Functions closes attempt 0 before attempt 1
     real = token_store.get_slot
     reads: list[int] = []
 
@@ -142,9 +201,13 @@ def test_two_racing_invocations_create_one_job(
         return None if len(reads) == 1 else real(dynamodb, digest)
 
     monkeypatch.setattr(token_store, "get_slot", read_before_the_write)
-    answer = submit.handler(world.submit_event(execution, world.token(), retry_count=1))
-    assert "superseded" in answer
+    retry = world.token()
+    answer = submit.handler(world.submit_event(execution, retry, retry_count=1))
+    # It lost the claim, then found attempt 0's job and took it over: still one job.
+    assert answer == {"TrainingJobName": job, "resumed": True}
     assert len(world.training.requests) == 1
+    item = token_store.get_job(world.dynamodb, job)
+    assert item is not None and item.task_token == retry
 
 
 def test_a_job_name_collision_never_loses_the_first_runs_result(

@@ -1,0 +1,63 @@
+"""Which slot an invocation's entry owns when several entries look the same.
+
+A slot is named by what the task's context shows (execution, state, entry time, overrides,
+``job_key``). Iterations of an inline ``Map`` over identical items can enter the task in the same
+millisecond and show the same context: ``$$.Map.Item.Index`` exists only in the Map's
+``ItemSelector``, never in the states of an iteration. Such entries are told apart by their task
+tokens, and each gets its own *lane* (``RunSlot.lane``: its own slot, job names and tags):
+
+- an invocation whose token held a lane (a duplicate, or a late invocation of an earlier
+  attempt) acts on that lane, under the slot's own rules (``submit``);
+- a first attempt never takes a lane another token holds: it takes the first free one;
+- a retry (``RetryCount`` n) carries a token no lane has seen. Step Functions closes attempt
+  n-1 before it starts attempt n, so it takes a lane held by an earlier attempt whose task no
+  longer answers a heartbeat and whose job did not succeed: its own entry's lane, or that of an
+  identical entry in the same state, which is as good (the same request, and that entry's own
+  retry takes another such lane or a free one). A lane whose success was reported is never
+  taken: its entry heard it.
+
+The usual task (one entry per context) has one lane, 0, whose digest is the slot's as before
+lanes existed; a retry costs one ``SendTaskHeartbeat`` more.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hetero_constructs.handlers import outcome, token_store
+from hetero_constructs.handlers.attempt import Run
+
+# More identical entries than an inline Map runs at once (40), with room to spare.
+MAX_LANES = 256
+
+
+class TooManyLanes(Exception):
+    """Every lane of a slot is held by a live entry: a fault, not a workload."""
+
+
+def choose(
+    dynamodb: Any, stepfunctions: Any, run: Run, start: int = 0
+) -> tuple[int, token_store.SlotItem | None]:
+    """The lane (from ``start`` on) this invocation acts on, and its slot item (None: free)."""
+    mark = token_store.token_mark(run.task_token)
+    for lane in range(start, MAX_LANES):
+        slot = token_store.get_slot(dynamodb, run.slot.in_lane(lane).digest)
+        if slot is None or not slot.token or mark in slot.chain:
+            return lane, slot  # free, written before lanes were kept, or this entry's own
+        if (
+            run.retry_count > slot.holder
+            and not slot.completed
+            and not outcome.heartbeat(stepfunctions, slot.token)
+        ):
+            return lane, slot  # an ended attempt's lane: this retry's entry's (or its twin's)
+    raise TooManyLanes(
+        f"{MAX_LANES} entries of {run.slot.state_name!r} with the same context are live at once"
+    )
+
+
+def is_own(slot: token_store.SlotItem | None, run: Run) -> bool:
+    """Whether this invocation's token held ``slot`` (it is this entry's lane)."""
+    return slot is not None and token_store.token_mark(run.task_token) in slot.chain
+
+
+__all__ = ["MAX_LANES", "TooManyLanes", "choose", "is_own"]
