@@ -33,6 +33,10 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
 - Every status change of a standard execution is reported to ``on_status`` (for EventBridge).
 - SendTaskHeartbeat: accepted for any waiting task, ``TaskTimedOut`` for one that no longer
   waits (moto accepts it only with ``HeartbeatSeconds``); see ``moto_heartbeats``.
+- A task closed while its execution runs on (its Parallel branch cancelled by a failing sibling,
+  its Map iteration cancelled by a failing one, its own ``TimeoutSeconds`` elapsed): its token
+  refuses SendTaskSuccess and SendTaskFailure with ``TaskTimedOut`` (moto accepts them and records
+  the task's ``TaskFailed`` after the execution has left the state); see ``moto_heartbeats``.
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
@@ -57,7 +61,11 @@ from hetero_constructs.local.moto_executions import (
     stop_execution,
     task_callbacks,
 )
-from hetero_constructs.local.moto_heartbeats import task_heartbeats
+from hetero_constructs.local.moto_heartbeats import (
+    CallbackTasks,
+    closed_task_reports,
+    task_heartbeats,
+)
 from hetero_constructs.local.moto_integrations import jsonata, service_normalisation
 from hetero_constructs.local.moto_redrive import redrive_execution
 from hetero_constructs.local.patching import Patches
@@ -104,7 +112,10 @@ def install(
     status_changes(patches, report)
     task_callbacks(patches)
     fresh_token_per_attempt(patches)
-    task_heartbeats(patches)
+    callback_tasks = CallbackTasks()
+    callback_tasks.track(patches)
+    task_heartbeats(patches, callback_tasks)
+    closed_task_reports(patches, callback_tasks)  # after task_callbacks: it guards its reports
     redrive_execution(patches, report)
 
 

@@ -1,12 +1,21 @@
-"""SendTaskHeartbeat as the service answers it, in moto 5.2.5's interpreter.
+"""Closed callback tasks as the service treats them, in moto 5.2.5's interpreter.
 
-moto accepts a heartbeat only for a task that declares ``HeartbeatSeconds`` and answers
-``InvalidToken`` for every other token, even one whose task waits. The service accepts a
-heartbeat for any waiting task and refuses one for a task that no longer waits: its token
-answers ``TaskTimedOut`` once the task was closed by any cause (answered, timed out, its
-Parallel branch or Map iteration stopped, its execution ended). Here each callback task's token
-is known while its state waits, and a heartbeat is accepted only while that state's frame
-still runs.
+The service closes a task that waits on its token when it is answered, when it times out, when
+its Parallel branch or Map iteration is cancelled (a sibling branch or another iteration
+failed) and when its execution ends; a closed task's token is refused by SendTaskHeartbeat,
+SendTaskSuccess and SendTaskFailure (``TaskTimedOut``: "the task associated with the token has
+already been closed"). Here each callback task's token is tracked while its state waits
+(``CallbackTasks``): a task is closed once that state's frame no longer runs.
+
+- ``task_heartbeats``: moto accepts a heartbeat only for a task that declares
+  ``HeartbeatSeconds`` and answers ``InvalidToken`` for every other token, even one whose task
+  waits. Here a heartbeat is accepted for any waiting task and refused for a closed one.
+- ``closed_task_reports``: moto accepts SendTaskSuccess / SendTaskFailure for a task whose
+  Parallel branch or Map iteration was cancelled, or whose own ``TimeoutSeconds`` elapsed: the
+  call succeeds and a ``TaskSucceeded`` / ``TaskFailed`` (and ``MapIterationFailed``) is recorded
+  after the execution has left the state. Here such a report answers ``TaskTimedOut`` and records
+  nothing. (A report to a task of an ended execution keeps its answer, ``TaskDoesNotExist``; see
+  ``moto_executions``.)
 """
 
 from __future__ import annotations
@@ -16,52 +25,105 @@ from typing import Any
 
 from hetero_constructs.local.patching import Patches
 
+_CLOSED_MESSAGE = "Task Timed Out: 'Provided task does not exist anymore'"
 
-def task_heartbeats(patches: Patches) -> None:
+
+class CallbackTasks:
+    """Which frame waits on each callback task's token, and which tokens' tasks have returned."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, Any] = {}  # token -> the environment (frame) that waited on it
+        self.returned: set[str] = set()  # tokens whose state no longer waits
+        self.lock = threading.Lock()
+
+    def track(self, patches: Patches) -> None:
+        from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+            state_task_service_callback as module,
+        )
+
+        evaluate = module.StateTaskServiceCallback._eval_integration_pattern
+        tasks = self
+
+        def tracked(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+            token = (env.states.context_object.context_object_data.get("Task") or {}).get("Token")
+            if token:
+                with tasks.lock:
+                    tasks.frames[token] = env
+            try:
+                return evaluate(task, env, *args, **kwargs)
+            finally:
+                if token:
+                    with tasks.lock:
+                        tasks.returned.add(token)
+
+        patches.replace(module.StateTaskServiceCallback, "_eval_integration_pattern", tracked)
+
+    def frame(self, token: str) -> tuple[Any, bool]:
+        """The frame that waits or waited on ``token`` (None for an unknown token), and whether
+        it still waits: its state has not returned and the frame runs."""
+        with self.lock:
+            env, returned = self.frames.get(token), token in self.returned
+        return env, env is not None and not returned and env.is_running()
+
+
+def _task_timed_out() -> type[Exception]:
     from moto.core.exceptions import AWSError
-    from moto.stepfunctions.exceptions import InvalidToken
-    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
-        state_task_service_callback as module,
-    )
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
     class TaskTimedOut(AWSError):
         TYPE = "TaskTimedOut"
         STATUS = 400
 
-    waiting: dict[str, Any] = {}  # token -> the environment (frame) of the state waiting on it
-    closed: set[str] = set()
-    lock = threading.Lock()
-    evaluate = module.StateTaskServiceCallback._eval_integration_pattern
+    return TaskTimedOut
 
-    def tracked(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
-        token = (env.states.context_object.context_object_data.get("Task") or {}).get("Token")
-        if token:
-            with lock:
-                waiting[token] = env
-        try:
-            return evaluate(task, env, *args, **kwargs)
-        finally:
-            if token:
-                with lock:
-                    waiting.pop(token, None)
-                    closed.add(token)
+
+def task_heartbeats(patches: Patches, tasks: CallbackTasks) -> None:
+    from moto.stepfunctions.exceptions import InvalidToken
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    timed_out = _task_timed_out()
 
     def send_task_heartbeat(backend: Any, task_token: str) -> None:
-        with lock:
-            env = waiting.get(task_token)
-            was_closed = task_token in closed
-        if env is not None and env.is_running():
+        env, waits = tasks.frame(task_token)
+        if waits:
             endpoint = env.callback_pool_manager.get(task_token)
             if endpoint is not None and endpoint.get_outcome() is None:
                 endpoint.notify_heartbeat()  # resets a HeartbeatSeconds timer, if the task has one
                 return
-        if env is not None or was_closed:
-            raise TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
+        if env is not None:
+            raise timed_out(_CLOSED_MESSAGE)
         raise InvalidToken()
 
-    patches.replace(module.StateTaskServiceCallback, "_eval_integration_pattern", tracked)
     patches.replace(StepFunctionsParserBackend, "send_task_heartbeat", send_task_heartbeat)
 
 
-__all__ = ["task_heartbeats"]
+def closed_task_reports(patches: Patches, tasks: CallbackTasks) -> None:
+    """Install after ``moto_executions.task_callbacks``: it guards the reports that one answers."""
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    timed_out = _task_timed_out()
+
+    def closed_by_its_state(task_token: str) -> bool:
+        env, waits = tasks.frame(task_token)
+        if env is None or waits:
+            return False
+        endpoint = env.callback_pool_manager.get(task_token)
+        if endpoint is None or endpoint.consumer_error is not None:
+            return False  # its execution ended: TaskDoesNotExist, as task_callbacks answers
+        # Answered already: task_callbacks answers a second report. Never answered: closed.
+        return endpoint.get_outcome() is None
+
+    def guarded(send: Any) -> Any:
+        def send_unless_closed(backend: Any, task_token: str, *args: Any, **kwargs: Any) -> Any:
+            if closed_by_its_state(task_token):
+                raise timed_out(_CLOSED_MESSAGE)
+            return send(backend, task_token, *args, **kwargs)
+
+        return send_unless_closed
+
+    for name in ("send_task_success", "send_task_failure"):
+        patches.replace(
+            StepFunctionsParserBackend, name, guarded(getattr(StepFunctionsParserBackend, name))
+        )
+
+
+__all__ = ["CallbackTasks", "closed_task_reports", "task_heartbeats"]

@@ -229,7 +229,9 @@ def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed
     cloud: LocalCloud,
 ) -> None:
     """A Parallel whose failing branch is caught cancels its waiting sibling while the execution
-    runs on: the sibling's token then refuses SendTaskHeartbeat (moto refuses it throughout)."""
+    runs on: the sibling's token then refuses SendTaskHeartbeat (moto refuses it throughout) and
+    SendTaskSuccess / SendTaskFailure (moto accepts them and records the task's end after the
+    Parallel's), and nothing is recorded."""
     import time
 
     sqs = cloud.client("sqs")
@@ -286,5 +288,12 @@ def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed
     assert status["status"] == "RUNNING"
     with pytest.raises(ClientError, match="TaskTimedOut"):
         stepfunctions.send_task_heartbeat(taskToken=token)
+    recorded = len(cloud.history(execution["executionArn"]))
+    with pytest.raises(ClientError, match="TaskTimedOut"):
+        stepfunctions.send_task_success(taskToken=token, output="{}")
+    with pytest.raises(ClientError, match="TaskTimedOut"):
+        stepfunctions.send_task_failure(taskToken=token, error="Late", cause="after the cancel")
+    time.sleep(0.2)  # a report moto accepted would be recorded by the branch's thread by now
+    assert len(cloud.history(execution["executionArn"])) == recorded
     with pytest.raises(ClientError, match="InvalidToken"):
         stepfunctions.send_task_heartbeat(taskToken="never-issued")
