@@ -14,16 +14,15 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 
-import click
 from rich.text import Text
 
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollow
 from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
+from hetero_constructs.cli.simulation import parse_outcomes
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
-from hetero_constructs.local.training import Outcome
 from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.training_run import check_run_input
 from hetero_constructs.runs.watch import RunWatch
@@ -50,10 +49,7 @@ def run_local(
     if problem is not None:
         raise CliError(problem)
     execution_input = read_input(input_text)
-    try:
-        parsed = [Outcome.parse(text) for text in outcomes]
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="'--outcome'") from None
+    parsed = parse_outcomes(outcomes)
     with LocalCloud(region) as cloud:
         cloud.deploy(template)
         for note in cloud.notes:

@@ -30,6 +30,7 @@ from hetero_constructs.cli.output import (
     CliError,
     print_violations,
 )
+from hetero_constructs.cli.simulation import simulation_options
 from hetero_constructs.cli.targets import resolve_state_machine
 from hetero_constructs.runs.execution import (
     ENDED_EXECUTION_STATUSES,
@@ -82,35 +83,13 @@ def _new_execution_name(now: datetime) -> str:
     help="TARGET is a synthesized template: run it in the local runner (moto, no account)",
 )
 @click.option("--state-machine", help="with --local: the state machine's name or logical id")
-@click.option(
-    "--outcome",
-    "outcomes",
-    multiple=True,
-    help="with --local: how each training job ends, in order (Completed, Failed[:REASON], "
-    "Stopped[:STATUS], ResourceLimitExceeded)",
-)
+@simulation_options(job_duration=0.0, reconcile_every=None, scope="with --local: ")
 @click.option(
     "--expect",
     default="SUCCEEDED",
     type=click.Choice(sorted(ENDED_EXECUTION_STATUSES), case_sensitive=False),
     callback=lambda _context, _param, value: value.upper(),
     help="with --local: the execution status that exits 0 (default SUCCEEDED)",
-)
-@click.option(
-    "--reconcile-every",
-    type=click.FloatRange(min=0.0, min_open=True),
-    metavar="SECONDS",
-    help="with --local: fire the template's scheduled rules every SECONDS (they also fire "
-    "when the execution is stuck)",
-)
-@click.option(
-    "--job-duration",
-    type=click.FloatRange(min=0.0),
-    default=0.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="with --local: how long each simulated training job runs (0: it ends as soon as the "
-    "run's code is idle)",
 )
 @click.option(
     "--timeout",

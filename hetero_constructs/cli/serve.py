@@ -20,21 +20,12 @@ import click
 from hetero_constructs.cli.follow import EXIT_SUCCEEDED
 from hetero_constructs.cli.group import cli, command_output, handles_errors
 from hetero_constructs.cli.output import CliError
+from hetero_constructs.cli.simulation import parse_outcomes, simulation_options
 
 
 @cli.group()
 def local() -> None:
     """A local AWS account: synthesized stacks served by moto on 127.0.0.1, no AWS account."""
-
-
-def outcome_option(function: click.decorators.FC) -> click.decorators.FC:
-    return click.option(
-        "--outcome",
-        "outcomes",
-        multiple=True,
-        help="how each training job ends, in creation order (Completed, Failed[:REASON], "
-        "Stopped[:STATUS], ResourceLimitExceeded); then Completed",
-    )(function)
 
 
 @local.command()
@@ -47,23 +38,7 @@ def outcome_option(function: click.decorators.FC) -> click.decorators.FC:
     help="the port on 127.0.0.1 (only) to serve on; 0: a free one",
 )
 @click.option("--region", help="the account's region (default: the first template's)")
-@outcome_option
-@click.option(
-    "--job-duration",
-    type=click.FloatRange(min=0.0),
-    default=20.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="how long each simulated training job runs (wall-clock seconds)",
-)
-@click.option(
-    "--reconcile-every",
-    type=click.FloatRange(min=0.0, min_open=True),
-    default=300.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="fire the stacks' scheduled rules (the reconciler) every SECONDS",
-)
+@simulation_options(job_duration=20.0, reconcile_every=300.0)
 @handles_errors
 def serve(
     templates: tuple[str, ...],
@@ -78,7 +53,6 @@ def serve(
     try:
         from hetero_constructs.local.account import LocalAccount
         from hetero_constructs.local.run import template_problem
-        from hetero_constructs.local.training import Outcome
     except ImportError as error:  # moto comes with the local extra
         raise CliError(
             f"The local account needs the local extra ({error}). Fix: pip install "
@@ -90,10 +64,7 @@ def serve(
         problem = template_problem(template)
         if problem is not None:
             raise CliError(problem)
-    try:
-        parsed = [Outcome.parse(text) for text in outcomes]
-    except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="'--outcome'") from None
+    parsed = parse_outcomes(outcomes)
     account = LocalAccount(
         templates,
         port=port,
@@ -146,4 +117,4 @@ def _stopped_by_sigterm(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["local", "outcome_option", "serve"]
+__all__ = ["local", "serve"]

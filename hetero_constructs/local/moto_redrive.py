@@ -11,16 +11,18 @@ moto leaves it out of a TIMED_OUT one); ListExecutions shows ``redriveCount`` an
 ``redriveDate``. A RUNNING or SUCCEEDED execution answers ``ExecutionNotRedrivable``, an unknown
 one ``ExecutionDoesNotExist``.
 
-Here: the top-level state the run was in when it ended is entered again, whole, with the input
-it was first entered with and the variables assigned before it; the context object's
+Here: the top-level state the run was in when it ended is entered again, with the input it was
+first entered with and the variables assigned before it; a Parallel there runs only the
+branches that did not succeed, the others give their output again; the context object's
 ``Execution`` gains ``RedriveCount`` and ``RedriveTime``; the RUNNING status change is reported
 again (EventBridge), and so is the redriven run's end; a task token of an ended run still
 answers ``TaskDoesNotExist``.
 
-Gaps left, against the service: a Parallel or inline Map re-runs every branch and iteration (the
-service re-runs only those that failed or were aborted); a Distributed Map's Map Run is not
-redriven on its own; an express execution answers ``ExecutionNotRedrivable``; the 14-day
-redrivable period, ``clientToken`` and ListExecutions' ``redriveFilter`` are not modelled.
+Gaps left, against the service: an inline Map re-runs every iteration, and a Parallel nested
+below the top-level state every branch (the service re-runs only the iterations and branches
+that failed or were aborted); a Distributed Map's Map Run is not redriven on its own; an
+express execution answers ``ExecutionNotRedrivable``; the 14-day redrivable period,
+``clientToken`` and ListExecutions' ``redriveFilter`` are not modelled.
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
         eval_body(state, env)
 
     redriving = threading.Lock()
+    branches = _BranchOutputs()
+    _parallel_branches(patches, branches)
 
     def redrive(response: Any) -> Any:
         arn = response._get_param("executionArn")
@@ -97,7 +101,7 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
             if reason is not None:
                 raise ExecutionNotRedrivable(f"{reason}: '{arn}'")
             redrive_date = datetime.datetime.now(tz=datetime.UTC)
-            run = _restart(execution, redrive_date)
+            run = _restart(execution, redrive_date, branches)
         report.redriven(execution)
         run.start()
         return ActionResult({"redriveDate": redrive_date})
@@ -161,6 +165,72 @@ def _ended_runs_tokens_gone(answer: Any) -> Any:
     return answering
 
 
+class _BranchOutputs:
+    """How each Parallel state's branches ended at its latest entry, per execution: a redrive
+    of a Parallel runs only the branches that did not succeed, the others give their output
+    again (as the service does)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (execution, Parallel state) -> (its entry time, {branch's StartAt: output or None})
+        self._latest: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+        # (execution, Parallel state) -> {branch's StartAt: output}, for the redriven run
+        self._reuse: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def record(self, key: tuple[str, str], entered: str, branch: str, output: Any) -> None:
+        """``output``: the branch's, or ``_FAILED`` when it did not succeed."""
+        with self._lock:
+            latest_entry, ended = self._latest.get(key, (entered, {}))
+            if latest_entry != entered:
+                ended = {}
+            ended[branch] = output
+            self._latest[key] = (entered, ended)
+
+    def take(self, key: tuple[str, str], branch: str) -> Any:
+        """The output a redriven Parallel's branch gives again, or ``_FAILED`` to run it."""
+        with self._lock:
+            return self._reuse.get(key, {}).pop(branch, _FAILED)
+
+    def redriving(self, execution_arn: str, state_name: str, entered: str | None) -> None:
+        """A redrive goes on from ``state_name``, last entered at ``entered``."""
+        key = (execution_arn, state_name)
+        with self._lock:
+            latest_entry, ended = self._latest.get(key, (None, {}))
+            succeeded = {b: out for b, out in ended.items() if out is not _FAILED}
+            self._reuse[key] = succeeded if latest_entry == entered else {}
+
+
+_FAILED = object()
+
+
+def _parallel_branches(patches: Patches, branches: _BranchOutputs) -> None:
+    """Each Parallel branch's end is recorded; a branch that succeeded before a redrive gives
+    its output again instead of running."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
+        BranchWorker,
+    )
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded
+
+    def thread_routine(worker: Any) -> None:
+        env = worker.env
+        context = env.states.context_object.context_object_data
+        state = context.get("State") or {}  # the Parallel's (the branch's states replace it)
+        key = (str(context["Execution"]["Id"]), str(state.get("Name")))
+        entered, branch = str(state.get("EnteredTime")), worker._program.start_at.start_at_name
+        output = branches.take(key, branch)
+        if output is _FAILED:
+            worker._program.eval(env)
+        else:
+            env.states.reset(input_value=output)
+            env.set_ended()
+        succeeded = isinstance(env.program_state(), ProgramEnded)
+        ended_with = copy.deepcopy(env.states.get_input()) if succeeded else _FAILED
+        branches.record(key, entered, branch, ended_with)
+        worker._branch_worker_comm.on_terminated(env=env)
+
+    patches.replace(BranchWorker, "_thread_routine", thread_routine)
+
+
 class _Superseded:
     """The ended run's worker reports its end to this: a redriven execution is no longer
     that run's (its program may still be winding down when the redrive comes)."""
@@ -169,9 +239,12 @@ class _Superseded:
         return None
 
 
-def _restart(execution: Any, redrive_date: datetime.datetime) -> threading.Thread:
+def _restart(
+    execution: Any, redrive_date: datetime.datetime, branches: _BranchOutputs
+) -> threading.Thread:
     """Make ``execution`` RUNNING again in a new run that goes on from the state its last run
-    ended in; the thread that runs it (not started)."""
+    ended in (a Parallel there runs only the branches that did not succeed); the thread that
+    runs it (not started)."""
     from moto.stepfunctions.parser.api import ExecutionStatus, HistoryEventType
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
 
@@ -199,6 +272,9 @@ def _restart(execution: Any, redrive_date: datetime.datetime) -> threading.Threa
         execution.input_data,
     )
     env.states.reset(input_value=state_input)
+    ended_context = ended_env.states.context_object.context_object_data if ended_env else {}
+    ended_state = ended_context.get("State") or {}
+    branches.redriving(execution.exec_arn, state_name, ended_state.get("EnteredTime"))
     env.event_manager.add_event(
         context=env.event_history_context,
         event_type=HistoryEventType.ExecutionRedriven,
