@@ -44,8 +44,9 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
-  Parallel there re-runs only its branches that did not succeed, a Map every iteration (the
-  service re-runs only the failed ones); see ``moto_redrive``.
+  Parallel or inline Map there re-runs only its branches and iterations that did not succeed,
+  as the service does (a nested one, or a Distributed Map, re-runs whole); see
+  ``moto_redrive``.
 """
 
 from __future__ import annotations

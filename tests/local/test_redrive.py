@@ -303,3 +303,70 @@ def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
     ]
     assert sorted(entered) == ["Left", "Right", "Right"]
     assert tokens(1, wait=1) == {}  # no late message of a left branch run again
+
+
+def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(cloud: LocalCloud) -> None:
+    sqs, stepfunctions = cloud.client("sqs"), cloud.client("stepfunctions")
+    queue = sqs.create_queue(QueueName="items")["QueueUrl"]
+    waiting = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "Parameters": {
+            "QueueUrl": queue,
+            "MessageBody": {"token.$": "$$.Task.Token", "item.$": "$"},
+        },
+        "End": True,
+    }
+    definition = {
+        "StartAt": "Each",
+        "States": {
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "ItemProcessor": {"StartAt": "Work", "States": {"Work": waiting}},
+                "End": True,
+            }
+        },
+    }
+    properties = {"DefinitionString": json.dumps(definition)}
+    cloud.deploy(
+        {"Resources": {"M": {"Type": "AWS::StepFunctions::StateMachine", "Properties": properties}}}
+    )
+    arn = stepfunctions.start_execution(
+        stateMachineArn=cloud.state_machine(), name="map", input='{"items": [0, 1, 2]}'
+    )["executionArn"]
+
+    def tokens(count: int, wait: float = 10) -> dict[int, str]:
+        found: dict[int, str] = {}
+        deadline = time.monotonic() + wait
+        while len(found) < count and time.monotonic() < deadline:
+            for message in sqs.receive_message(QueueUrl=queue).get("Messages", []):
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+                body = json.loads(message["Body"])
+                found[body["item"]] = body["token"]
+        return found
+
+    first = tokens(3)
+    for item in (0, 2):
+        stepfunctions.send_task_success(taskToken=first[item], output=json.dumps({"done": item}))
+    deadline = time.monotonic() + 10
+    while [e["type"] for e in cloud.history(arn)].count("MapIterationSucceeded") < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.5)  # the iteration's end is recorded just after its last event
+    stepfunctions.send_task_failure(taskToken=first[1], error="Item.Failed")
+    while stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    stepfunctions.redrive_execution(executionArn=arn)
+    again = tokens(1)
+    assert list(again) == [1]  # items 0 and 2 succeeded: they are not run again
+    stepfunctions.send_task_success(taskToken=again[1], output='{"done": "1 again"}')
+    while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline + 10
+        time.sleep(0.05)
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == [{"done": 0}, {"done": "1 again"}, {"done": 2}]
+    assert [e["type"] for e in cloud.history(arn)].count("TaskStateEntered") == 4
+    assert tokens(1, wait=1) == {}
