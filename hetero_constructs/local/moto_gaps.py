@@ -37,11 +37,16 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   its Map iteration cancelled by a failing one, its own ``TimeoutSeconds`` elapsed): its token
   refuses SendTaskSuccess and SendTaskFailure with ``TaskTimedOut`` (moto accepts them and records
   the task's ``TaskFailed`` after the execution has left the state); see ``moto_heartbeats``.
+- A Distributed Map fails its Map Run with ``States.ExceedToleratedFailureThreshold`` once its
+  failed items exceed ``ToleratedFailureCount`` or ``ToleratedFailurePercentage`` (none tolerated
+  when neither is given), and its running iterations are closed (moto never fails a Map Run);
+  see ``moto_map_runs``.
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
-  Parallel or Map re-runs whole (the service re-runs only its failed branches and iterations);
-  see ``moto_redrive``.
+  Parallel or inline Map there re-runs only its branches and iterations that did not succeed,
+  as the service does (a nested one, or a Distributed Map, re-runs whole); see
+  ``moto_redrive``.
 """
 
 from __future__ import annotations
@@ -67,6 +72,7 @@ from hetero_constructs.local.moto_heartbeats import (
     task_heartbeats,
 )
 from hetero_constructs.local.moto_integrations import jsonata, service_normalisation
+from hetero_constructs.local.moto_map_runs import tolerated_failures
 from hetero_constructs.local.moto_redrive import redrive_execution
 from hetero_constructs.local.patching import Patches
 
@@ -116,6 +122,7 @@ def install(
     callback_tasks.track(patches)
     task_heartbeats(patches, callback_tasks)
     closed_task_reports(patches, callback_tasks)  # after task_callbacks: it guards its reports
+    tolerated_failures(patches)
     redrive_execution(patches, report)
 
 

@@ -11,16 +11,19 @@ moto leaves it out of a TIMED_OUT one); ListExecutions shows ``redriveCount`` an
 ``redriveDate``. A RUNNING or SUCCEEDED execution answers ``ExecutionNotRedrivable``, an unknown
 one ``ExecutionDoesNotExist``.
 
-Here: the top-level state the run was in when it ended is entered again, whole, with the input
-it was first entered with and the variables assigned before it; the context object's
+Here: the top-level state the run was in when it ended is entered again, with the input it was
+first entered with and the variables assigned before it; a Parallel or inline Map there runs
+only the branches and iterations that did not succeed, the others give their output again (a
+redrive's history has no events of them); the context object's
 ``Execution`` gains ``RedriveCount`` and ``RedriveTime``; the RUNNING status change is reported
 again (EventBridge), and so is the redriven run's end; a task token of an ended run still
 answers ``TaskDoesNotExist``.
 
-Gaps left, against the service: a Parallel or inline Map re-runs every branch and iteration (the
-service re-runs only those that failed or were aborted); a Distributed Map's Map Run is not
-redriven on its own; an express execution answers ``ExecutionNotRedrivable``; the 14-day
-redrivable period, ``clientToken`` and ListExecutions' ``redriveFilter`` are not modelled.
+Gaps left, against the service: a Distributed Map re-runs every iteration, and a Parallel or Map
+nested below the top-level state every branch and iteration (the service re-runs only those
+that failed or were aborted); a Distributed Map's Map Run is not redriven on its own; an
+express execution answers ``ExecutionNotRedrivable``; the 14-day redrivable period,
+``clientToken`` and ListExecutions' ``redriveFilter`` are not modelled.
 """
 
 from __future__ import annotations
@@ -88,6 +91,9 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
         eval_body(state, env)
 
     redriving = threading.Lock()
+    parts = _PartOutputs()
+    _parallel_branches(patches, parts)
+    _map_iterations(patches, parts)
 
     def redrive(response: Any) -> Any:
         arn = response._get_param("executionArn")
@@ -97,7 +103,7 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
             if reason is not None:
                 raise ExecutionNotRedrivable(f"{reason}: '{arn}'")
             redrive_date = datetime.datetime.now(tz=datetime.UTC)
-            run = _restart(execution, redrive_date)
+            run = _restart(execution, redrive_date, parts)
         report.redriven(execution)
         run.start()
         return ActionResult({"redriveDate": redrive_date})
@@ -161,6 +167,102 @@ def _ended_runs_tokens_gone(answer: Any) -> Any:
     return answering
 
 
+class _PartOutputs:
+    """How each Parallel branch and Map iteration ended at the latest entry of its state, per
+    execution: a redrive of a Parallel or Map runs only the branches and iterations that did not
+    succeed, the others give their output again (as the service does)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # (execution, state) -> (its entry time, {branch's StartAt or item index: output})
+        self._latest: dict[tuple[str, str], tuple[str, dict[str | int, Any]]] = {}
+        # (execution, state) -> {branch's StartAt or item index: output}, for the redriven run
+        self._reuse: dict[tuple[str, str], dict[str | int, Any]] = {}
+
+    def record(self, key: tuple[str, str], entered: str, part: str | int, output: Any) -> None:
+        """``output``: the part's, or ``_FAILED`` when it did not succeed."""
+        with self._lock:
+            latest_entry, ended = self._latest.get(key, (entered, {}))
+            if latest_entry != entered:
+                ended = {}
+            ended[part] = output
+            self._latest[key] = (entered, ended)
+
+    def take(self, key: tuple[str, str], part: str | int) -> Any:
+        """The output a redriven state's part gives again, or ``_FAILED`` to run it."""
+        with self._lock:
+            return self._reuse.get(key, {}).pop(part, _FAILED)
+
+    def redriving(self, execution_arn: str, state_name: str, entered: str | None) -> None:
+        """A redrive goes on from ``state_name``, last entered at ``entered``."""
+        key = (execution_arn, state_name)
+        with self._lock:
+            latest_entry, ended = self._latest.get(key, (None, {}))
+            succeeded = {part: out for part, out in ended.items() if out is not _FAILED}
+            self._reuse[key] = succeeded if latest_entry == entered else {}
+
+
+def _part_of(env: Any) -> tuple[tuple[str, str], str]:
+    """(execution, state) and entry time of the Parallel or Map whose part ``env`` runs (read
+    before the part runs: its own states replace the context's ``State``)."""
+    context = env.states.context_object.context_object_data
+    state = context.get("State") or {}
+    key = (str(context["Execution"]["Id"]), str(state.get("Name")))
+    return key, str(state.get("EnteredTime"))
+
+
+_FAILED = object()
+
+
+def _parallel_branches(patches: Patches, parts: _PartOutputs) -> None:
+    """Each Parallel branch's end is recorded; a branch that succeeded before a redrive gives
+    its output again instead of running."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_parallel.branch_worker import (
+        BranchWorker,
+    )
+    from moto.stepfunctions.parser.asl.eval.program_state import ProgramEnded
+
+    def thread_routine(worker: Any) -> None:
+        env = worker.env
+        (key, entered), branch = _part_of(env), worker._program.start_at.start_at_name
+        output = parts.take(key, branch)
+        if output is _FAILED:
+            worker._program.eval(env)
+        else:
+            env.states.reset(input_value=output)
+            env.set_ended()
+        succeeded = isinstance(env.program_state(), ProgramEnded)
+        ended_with = copy.deepcopy(env.states.get_input()) if succeeded else _FAILED
+        parts.record(key, entered, branch, ended_with)
+        worker._branch_worker_comm.on_terminated(env=env)
+
+    patches.replace(BranchWorker, "_thread_routine", thread_routine)
+
+
+def _map_iterations(patches: Patches, parts: _PartOutputs) -> None:
+    """Each Map iteration's end is recorded; an iteration that succeeded before a redrive gives
+    its output again instead of running."""
+    from moto.stepfunctions.parser.asl.component.state.exec.state_map.iteration.iteration_worker import (  # noqa: E501
+        IterationWorker,
+    )
+
+    eval_job = IterationWorker._eval_job
+
+    def eval_job_once(worker: Any, env: Any, job: Any) -> None:
+        key, entered = _part_of(env)
+        output = parts.take(key, job.job_index)
+        if output is not _FAILED:
+            job.job_output = output
+            return
+        eval_job(worker, env, job)
+        failed = isinstance(job.job_output, Exception)
+        parts.record(
+            key, entered, job.job_index, _FAILED if failed else copy.deepcopy(job.job_output)
+        )
+
+    patches.replace(IterationWorker, "_eval_job", eval_job_once)
+
+
 class _Superseded:
     """The ended run's worker reports its end to this: a redriven execution is no longer
     that run's (its program may still be winding down when the redrive comes)."""
@@ -169,9 +271,12 @@ class _Superseded:
         return None
 
 
-def _restart(execution: Any, redrive_date: datetime.datetime) -> threading.Thread:
+def _restart(
+    execution: Any, redrive_date: datetime.datetime, parts: _PartOutputs
+) -> threading.Thread:
     """Make ``execution`` RUNNING again in a new run that goes on from the state its last run
-    ended in; the thread that runs it (not started)."""
+    ended in (a Parallel or Map there runs only its parts that did not succeed); the thread
+    that runs it (not started)."""
     from moto.stepfunctions.parser.api import ExecutionStatus, HistoryEventType
     from moto.stepfunctions.parser.asl.eval.event.event_manager import EventHistoryContext
 
@@ -199,6 +304,9 @@ def _restart(execution: Any, redrive_date: datetime.datetime) -> threading.Threa
         execution.input_data,
     )
     env.states.reset(input_value=state_input)
+    ended_context = ended_env.states.context_object.context_object_data if ended_env else {}
+    ended_state = ended_context.get("State") or {}
+    parts.redriving(execution.exec_arn, state_name, ended_state.get("EnteredTime"))
     env.event_manager.add_event(
         context=env.event_history_context,
         event_type=HistoryEventType.ExecutionRedriven,

@@ -9,7 +9,8 @@ train on until ``MaxRuntimeInSeconds``. The reconcile pass heartbeats every open
 closed task's token answers ``TaskTimedOut``, and its job is stopped. A retried Parallel
 re-enters the task while the cancelled entry's job still runs: the new entry's submit stops that
 job before it creates its own, so that one job runs at any time. A Distributed Map that
-tolerates the failed item cancels nothing: its other iterations' jobs run on and report.
+tolerates the failed item cancels nothing: its other iterations' jobs run on and report; one
+that tolerates none closes them as an inline Map does.
 
 Each state machine (``tests/fixtures/cancelling_stacks.py``) parks the execution in a held
 state once the task is closed, so that each step is observed while the execution is RUNNING;
@@ -112,6 +113,27 @@ def test_a_parallel_branch_cancelled_by_its_failing_sibling_loses_its_job(
     assert released(harness, gates, execution)["failure"]["Error"] == GATE_ERROR
 
 
+def test_a_branch_cancelled_while_its_submit_runs_loses_the_job_it_then_creates(
+    harness: Harness,
+) -> None:
+    """The sibling fails while the submit Lambda is about to create the job: the job is created
+    for a task that is already closed (the submit cannot tell), and one pass stops it."""
+    cloud, gates = harness.cloud, Gates(harness.cloud)
+    closed_before_creation: list[bool] = []
+
+    def close_the_branch(**_: Any) -> None:
+        if not closed_before_creation:
+            gates.fail_from_a_handler("sibling")
+            closed_before_creation.append(True)
+
+    on_calls("before-call.sagemaker.CreateTrainingJob", close_the_branch)
+    execution = start(cloud, "cancel-parallel", "parallel-submitting")
+    jobs = tokens_of(harness, job_running(harness))
+    assert closed_before_creation == [True]
+    stopped_by_one_reconcile_pass(harness, execution, jobs)
+    assert released(harness, gates, execution)["failure"]["Error"] == GATE_ERROR
+
+
 def test_map_iterations_cancelled_by_a_failing_iteration_lose_their_jobs(
     harness: Harness,
 ) -> None:
@@ -146,6 +168,22 @@ def test_a_tolerated_failed_item_cancels_no_other_iteration(harness: Harness) ->
     assert status(cloud, execution) == "SUCCEEDED"
     assert reports_to(harness, token) == ["SendTaskSuccess"]
     assert harness.job_items() == []
+
+
+def test_a_distributed_map_over_its_tolerated_failures_closes_its_other_iterations(
+    harness: Harness,
+) -> None:
+    """The same items in a Distributed Map that tolerates no failed item (the default): the Map
+    Run fails (``States.ExceedToleratedFailureThreshold``) and the training iteration is closed."""
+    cloud, gates = harness.cloud, Gates(harness.cloud)
+    items = [{"role": "train"}, {"role": "fail"}]
+    execution = start(cloud, "intolerant-map", "intolerant", {"items": items})
+    jobs = tokens_of(harness, job_running(harness))
+    gates.fail("item")
+    gates.waiting("hold")
+    stopped_by_one_reconcile_pass(harness, execution, jobs)
+    failure = released(harness, gates, execution)["failure"]
+    assert failure["Error"] == "States.ExceedToleratedFailureThreshold"
 
 
 def test_a_task_timed_out_under_a_catch_loses_its_job(harness: Harness) -> None:

@@ -158,6 +158,44 @@ def test_a_run_stopped_mid_training_is_redriven_while_its_old_job_still_stops(
     assert cloud.training.stopped_jobs == [old_job]
 
 
+def test_a_redriven_map_of_training_tasks_trains_again_only_the_item_whose_job_failed(
+    cloud: LocalCloud,
+) -> None:
+    """A Map of training tasks (one job per item): two jobs complete, the third fails, the Map
+    and the execution fail. The redrive trains only the failed item again, with a new job; the
+    output has the two first jobs and the new one."""
+    stepfunctions = cloud.client("stepfunctions")
+    arn = stepfunctions.start_execution(
+        stateMachineArn=cloud.state_machine("mapped"),
+        name="map-redrive",
+        input=json.dumps({"items": [1, 2, 3]}),
+    )["executionArn"]
+    jobs = _jobs_running(cloud, 0, 3)
+    for job in jobs[:2]:
+        cloud.end_training_job(job, "Completed")
+    deadline = time.monotonic() + 20
+    while [e["type"] for e in cloud.history(arn)].count("MapIterationSucceeded") < 2:
+        assert time.monotonic() < deadline
+        cloud.deliver_events()
+        time.sleep(0.02)
+    time.sleep(0.5)  # an iteration's end is recorded just after its last event
+    cloud.end_training_job(jobs[2], NAN)
+    failed = _ended(cloud, arn)
+    assert (failed["status"], failed.get("error")) == ("FAILED", TrainingErrors.TRAINING_FAILED)
+
+    known = len(cloud.training.attempts)
+    stepfunctions.redrive_execution(executionArn=arn)
+    new_job = _new_job_running(cloud, known)
+    assert new_job not in jobs
+    cloud.end_training_job(new_job)
+    described = _ended(cloud, arn)
+    assert described["status"] == "SUCCEEDED", described
+    trained = [output["TrainingJobName"] for output in json.loads(described["output"])]
+    assert sorted(trained) == sorted([*jobs[:2], new_job])
+    assert len(cloud.training.attempts) == known + 1  # no other item was trained again
+    assert cloud.training.stopped_jobs == []
+
+
 def test_a_succeeded_run_is_not_redriven(cloud: LocalCloud) -> None:
     result = cloud.run(cloud.state_machine(MACHINE), {}, name="succeeded")
     assert result.status == "SUCCEEDED", result.cause
@@ -172,17 +210,24 @@ def test_a_succeeded_run_is_not_redriven(cloud: LocalCloud) -> None:
     assert len(cloud.training.requests) == requests  # no job was created
 
 
-def _new_job_running(cloud: LocalCloud, known: int, timeout: float = 20) -> str:
+def _new_job_running(cloud: LocalCloud, known: int) -> str:
     """The job the redriven run created, once it runs and the run's code is idle."""
+    (job,) = _jobs_running(cloud, known, 1)
+    return job
+
+
+def _jobs_running(cloud: LocalCloud, known: int, count: int, timeout: float = 20) -> list[str]:
+    """The ``count`` jobs created after the first ``known``, once they run and the run's code
+    is idle."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         cloud.deliver_events()
-        new = [a for a in cloud.training.attempts[known:] if a.status == "InProgress"]
-        if new and not cloud.lambdas.running() and not cloud.bus.pending():
-            (attempt,) = new
-            return attempt.name
+        new = [a.name for a in cloud.training.attempts[known:] if a.status == "InProgress"]
+        if len(new) >= count and not cloud.lambdas.running() and not cloud.bus.pending():
+            assert len(new) == count, new
+            return new
         time.sleep(0.02)
-    raise AssertionError("the redriven run created no job")
+    raise AssertionError(f"the run did not create {count} jobs")
 
 
 def _ended(

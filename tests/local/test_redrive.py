@@ -218,3 +218,155 @@ def test_what_cannot_be_redriven_is_refused_as_the_service_refuses_it(cloud: Loc
         machine.stepfunctions.redrive_execution(executionArn=arn + "-missing")
     assert missing.value.response["Error"]["Code"] == "ExecutionDoesNotExist"
     assert machine.statuses(arn) == ["RUNNING", "SUCCEEDED"]
+
+
+def _parallel_template(queue: str) -> dict[str, Any]:
+    def branch(side: str) -> dict[str, Any]:
+        waiting = {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {
+                "QueueUrl": queue,
+                "MessageBody": {"token.$": "$$.Task.Token", "side": side},
+            },
+            "End": True,
+        }
+        return {"StartAt": side, "States": {side: waiting}}
+
+    definition = {
+        "StartAt": "Both",
+        "States": {
+            "Both": {"Type": "Parallel", "Branches": [branch("Left"), branch("Right")], "End": True}
+        },
+    }
+    properties = {"DefinitionString": json.dumps(definition)}
+    return {
+        "Resources": {
+            "Machine": {"Type": "AWS::StepFunctions::StateMachine", "Properties": properties}
+        }
+    }
+
+
+@pytest.mark.parametrize("how", ["FAILED", "ABORTED"])
+def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
+    cloud: LocalCloud, how: str
+) -> None:
+    sqs, stepfunctions = cloud.client("sqs"), cloud.client("stepfunctions")
+    queue = sqs.create_queue(QueueName="sides")["QueueUrl"]
+    cloud.deploy(_parallel_template(queue))
+    arn = stepfunctions.start_execution(stateMachineArn=cloud.state_machine(), name=how)[
+        "executionArn"
+    ]
+
+    def tokens(count: int, wait: float = 10) -> dict[str, str]:
+        found: dict[str, str] = {}
+        deadline = time.monotonic() + wait
+        while len(found) < count and time.monotonic() < deadline:
+            for message in sqs.receive_message(QueueUrl=queue).get("Messages", []):
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+                body = json.loads(message["Body"])
+                found[body["side"]] = body["token"]
+        return found
+
+    first = tokens(2)
+    stepfunctions.send_task_success(taskToken=first["Left"], output='{"left": 1}')
+    # The right branch ends the run once the left one has ended (before that, the left one is
+    # stopped with the run and is not a success).
+    while not any(
+        e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] == "Left"
+        for e in cloud.history(arn)
+    ):
+        time.sleep(0.02)
+    time.sleep(0.5)  # the branch's program returns just after its last event
+    if how == "FAILED":
+        stepfunctions.send_task_failure(taskToken=first["Right"], error="Right.Failed")
+    else:
+        stepfunctions.stop_execution(executionArn=arn)
+    deadline = time.monotonic() + 10
+    while stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    stepfunctions.redrive_execution(executionArn=arn)
+    again = tokens(1)
+    assert list(again) == ["Right"]  # the left branch succeeded: it is not run again
+    stepfunctions.send_task_success(taskToken=again["Right"], output='{"right": 2}')
+    while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline + 10
+        time.sleep(0.05)
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == [{"left": 1}, {"right": 2}]
+    entered = [
+        e["stateEnteredEventDetails"]["name"]
+        for e in cloud.history(arn)
+        if e["type"] == "TaskStateEntered"
+    ]
+    assert sorted(entered) == ["Left", "Right", "Right"]
+    assert tokens(1, wait=1) == {}  # no late message of a left branch run again
+
+
+def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(cloud: LocalCloud) -> None:
+    sqs, stepfunctions = cloud.client("sqs"), cloud.client("stepfunctions")
+    queue = sqs.create_queue(QueueName="items")["QueueUrl"]
+    waiting = {
+        "Type": "Task",
+        "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+        "Parameters": {
+            "QueueUrl": queue,
+            "MessageBody": {"token.$": "$$.Task.Token", "item.$": "$"},
+        },
+        "End": True,
+    }
+    definition = {
+        "StartAt": "Each",
+        "States": {
+            "Each": {
+                "Type": "Map",
+                "ItemsPath": "$.items",
+                "ItemProcessor": {"StartAt": "Work", "States": {"Work": waiting}},
+                "End": True,
+            }
+        },
+    }
+    properties = {"DefinitionString": json.dumps(definition)}
+    cloud.deploy(
+        {"Resources": {"M": {"Type": "AWS::StepFunctions::StateMachine", "Properties": properties}}}
+    )
+    arn = stepfunctions.start_execution(
+        stateMachineArn=cloud.state_machine(), name="map", input='{"items": [0, 1, 2]}'
+    )["executionArn"]
+
+    def tokens(count: int, wait: float = 10) -> dict[int, str]:
+        found: dict[int, str] = {}
+        deadline = time.monotonic() + wait
+        while len(found) < count and time.monotonic() < deadline:
+            for message in sqs.receive_message(QueueUrl=queue).get("Messages", []):
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+                body = json.loads(message["Body"])
+                found[body["item"]] = body["token"]
+        return found
+
+    first = tokens(3)
+    for item in (0, 2):
+        stepfunctions.send_task_success(taskToken=first[item], output=json.dumps({"done": item}))
+    deadline = time.monotonic() + 10
+    while [e["type"] for e in cloud.history(arn)].count("MapIterationSucceeded") < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.5)  # the iteration's end is recorded just after its last event
+    stepfunctions.send_task_failure(taskToken=first[1], error="Item.Failed")
+    while stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING":
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    stepfunctions.redrive_execution(executionArn=arn)
+    again = tokens(1)
+    assert list(again) == [1]  # items 0 and 2 succeeded: they are not run again
+    stepfunctions.send_task_success(taskToken=again[1], output='{"done": "1 again"}')
+    while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline + 10
+        time.sleep(0.05)
+    assert described["status"] == "SUCCEEDED", described
+    assert json.loads(described["output"]) == [{"done": 0}, {"done": "1 again"}, {"done": 2}]
+    assert [e["type"] for e in cloud.history(arn)].count("TaskStateEntered") == 4
+    assert tokens(1, wait=1) == {}

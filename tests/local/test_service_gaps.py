@@ -297,3 +297,47 @@ def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed
     assert len(cloud.history(execution["executionArn"])) == recorded
     with pytest.raises(ClientError, match="InvalidToken"):
         stepfunctions.send_task_heartbeat(taskToken="never-issued")
+
+
+@pytest.mark.parametrize(
+    ("failing", "status"), [(2, "SUCCEEDED"), (3, "FAILED")], ids=["at-threshold", "over"]
+)
+def test_a_distributed_map_fails_once_its_failed_items_exceed_the_threshold(
+    cloud: LocalCloud, failing: int, status: str
+) -> None:
+    """ToleratedFailurePercentage 50 over four items: two failed items are tolerated, three fail
+    the Map Run with States.ExceedToleratedFailureThreshold (moto never fails a Map Run)."""
+    iteration = {
+        "StartAt": "Fail?",
+        "States": {
+            "Fail?": {
+                "Type": "Choice",
+                "Choices": [{"Variable": "$.fail", "BooleanEquals": True, "Next": "Boom"}],
+                "Default": "Fine",
+            },
+            "Boom": {"Type": "Fail", "Error": "Boom"},
+            "Fine": {"Type": "Succeed"},
+        },
+        "ProcessorConfig": {"Mode": "DISTRIBUTED", "ExecutionType": "STANDARD"},
+    }
+    cloud.deploy(
+        _template(
+            {
+                "StartAt": "Each",
+                "States": {
+                    "Each": {
+                        "Type": "Map",
+                        "ItemProcessor": iteration,
+                        # moto's parser takes a percentage with a point only (JSON allows both)
+                        "ToleratedFailurePercentage": 50.0,
+                        "End": True,
+                    }
+                },
+            }
+        )
+    )
+    items = [{"fail": index < failing} for index in range(4)]
+    result = cloud.run(None, items, name=f"tolerate-{failing}")
+    assert result.status == status, result.cause
+    if status == "FAILED":
+        assert result.error == "States.ExceedToleratedFailureThreshold"
