@@ -113,6 +113,27 @@ def test_a_parallel_branch_cancelled_by_its_failing_sibling_loses_its_job(
     assert released(harness, gates, execution)["failure"]["Error"] == GATE_ERROR
 
 
+def test_a_branch_cancelled_while_its_submit_runs_loses_the_job_it_then_creates(
+    harness: Harness,
+) -> None:
+    """The sibling fails while the submit Lambda is about to create the job: the job is created
+    for a task that is already closed (the submit cannot tell), and one pass stops it."""
+    cloud, gates = harness.cloud, Gates(harness.cloud)
+    closed_before_creation: list[bool] = []
+
+    def close_the_branch(**_: Any) -> None:
+        if not closed_before_creation:
+            gates.fail_from_a_handler("sibling")
+            closed_before_creation.append(True)
+
+    on_calls("before-call.sagemaker.CreateTrainingJob", close_the_branch)
+    execution = start(cloud, "cancel-parallel", "parallel-submitting")
+    jobs = tokens_of(harness, job_running(harness))
+    assert closed_before_creation == [True]
+    stopped_by_one_reconcile_pass(harness, execution, jobs)
+    assert released(harness, gates, execution)["failure"]["Error"] == GATE_ERROR
+
+
 def test_map_iterations_cancelled_by_a_failing_iteration_lose_their_jobs(
     harness: Harness,
 ) -> None:
