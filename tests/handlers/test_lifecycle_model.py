@@ -1,7 +1,8 @@
 """The lifecycle model of docs/lifecycle.md, checked: a hypothesis state machine drives the
 real handlers on moto through interleavings of submit invocations (duplicated, delayed, out of
-order, racing), job ends and their events (lost, duplicated, stale, forged), execution-end
-events (stale), task cancellations and reconcile passes, and checks after every step:
+order, racing, late from before a redrive), job ends and their events (lost, duplicated, stale,
+forged), execution ends (real, lost, duplicated, replayed after a redrive, stale), redrives,
+task cancellations and reconcile passes, and checks after every step:
 
 - at most one job runs per entry (slot, lane) at any time;
 - after a reconcile pass, no job runs whose task no longer waits;
@@ -9,6 +10,7 @@ events (stale), task cancellations and reconcile passes, and checks after every 
   over, and at most once; an entry with its own overrides only of its own slot's jobs;
 - two entries never hear of one job's success (two entries of identical items, as an inline
   Map over identical items makes them, are told apart by their tokens: ``handlers/lanes.py``);
+- no handler stops a job whose task still waits (a live run is never stopped);
 - every item of the run table has a TTL.
 
 CI runs a bounded, derandomized search (about 60 s on 2 cores); a longer search for local use:
@@ -24,7 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from hetero_constructs.handlers import events, submit, token_store
 from hetero_constructs.run import lifecycle
@@ -35,7 +37,8 @@ from tests.fixtures.handler_world import HandlerWorld, handler_world
 ITEMS = (0, 0, 1)
 ENTRIES = len(ITEMS)
 ATTEMPTS = 3
-EXAMPLES = int(os.environ.get("HETERO_LIFECYCLE_EXAMPLES", "8"))
+EXAMPLES = int(os.environ.get("HETERO_LIFECYCLE_EXAMPLES", "10"))
+STEPS = 24
 
 
 class Lifecycle(RuleBasedStateMachine):
@@ -45,22 +48,40 @@ class Lifecycle(RuleBasedStateMachine):
         patch = self._stack.enter_context(pytest.MonkeyPatch.context())
         self.world: HandlerWorld = self._stack.enter_context(handler_world(patch))
         self.execution = self.world.start("model")
-        # (entry, attempt) -> its task token, created when Step Functions starts the attempt.
-        self.tokens: dict[tuple[int, int], str] = {}
-        self.entry_of_token: dict[str, tuple[int, int]] = {}
-        self.slot_of_entry: dict[int, str] = {}
+        described = self.world.stepfunctions.describe_execution(executionArn=self.execution)
+        # DescribeExecution as the model's Step Functions says it: its end, its redrives.
+        self.described: dict[str, Any] = {
+            key: described[key]
+            for key in ("executionArn", "stateMachineArn", "name", "startDate", "status")
+        }
+        self.world.executions[self.execution] = self.described
+        self.run = 0  # how often the execution was redriven: each run enters the task anew
+        # (run, entry, attempt) -> its task token, created when Step Functions starts it.
+        self.tokens: dict[tuple[int, int, int], str] = {}
+        self.entry_of_token: dict[str, tuple[int, int, int]] = {}
+        self.slot_of_entry: dict[tuple[int, int], str] = {}
+        self.end_events: list[dict[str, Any]] = []
 
     def teardown(self) -> None:
         self._stack.close()
 
     # -- Step Functions -----------------------------------------------------------------------
 
-    def _event(self, entry: int, attempt: int) -> dict[str, Any]:
-        key = (entry, attempt)
+    @property
+    def running(self) -> bool:
+        return bool(self.described["status"] == "RUNNING")
+
+    def _event(self, entry: int, attempt: int, run: int | None = None) -> dict[str, Any] | None:
+        """The submit event of an attempt of the given run (default: the current one); None
+        for an attempt Step Functions would not start (its run ended or was redriven)."""
+        run = self.run if run is None else run
+        key = (run, entry, attempt)
         if key not in self.tokens:
+            if run != self.run or not self.running:
+                return None
             # Step Functions starts attempt n only after closing attempt n-1's task.
-            for (other_entry, other_attempt), token in self.tokens.items():
-                if other_entry == entry and other_attempt < attempt:
+            for (other_run, other_entry, other_attempt), token in self.tokens.items():
+                if (other_run, other_entry) == (run, entry) and other_attempt < attempt:
                     self.world.open_tokens.discard(token)
             self.tokens[key] = self.world.token()
             self.entry_of_token[self.tokens[key]] = key
@@ -68,26 +89,40 @@ class Lifecycle(RuleBasedStateMachine):
             self.execution,
             self.tokens[key],
             retry_count=attempt,
+            # A redrive re-enters the task: a new entry time.
+            entered=f"2026-01-01T00:{run:02d}:01Z",
             execution_input={"hyperparameters": {"item": ITEMS[entry]}},
         )
+
+    def _submit(self, event: dict[str, Any] | None) -> None:
+        if event is not None:
+            submit.handler(event)
 
     @rule(entry=st.integers(0, ENTRIES - 1), attempt=st.integers(0, ATTEMPTS - 1))
     def invoke_submit(self, entry: int, attempt: int) -> None:
         """A submit invocation: the first of its attempt, a duplicate, or a late one."""
-        submit.handler(self._event(entry, attempt))
+        self._submit(self._event(entry, attempt))
+
+    @precondition(lambda self: self.run > 0)
+    @rule(entry=st.integers(0, ENTRIES - 1), attempt=st.integers(0, ATTEMPTS - 1))
+    def invoke_submit_of_an_earlier_run(self, entry: int, attempt: int) -> None:
+        """A late invocation from before the latest redrive."""
+        self._submit(self._event(entry, attempt, self.run - 1))
 
     @rule(entry=st.integers(0, ENTRIES - 1))
     def retry_entry(self, entry: int) -> None:
         """Step Functions retries the entry's task: its next attempt's first invocation."""
-        attempts = [attempt for (other, attempt) in self.tokens if other == entry]
+        attempts = [a for (run, other, a) in self.tokens if (run, other) == (self.run, entry)]
         following = max(attempts, default=-1) + 1
         if following < ATTEMPTS:
-            submit.handler(self._event(entry, following))
+            self._submit(self._event(entry, following))
 
     @rule(entry=st.integers(0, ENTRIES - 1), attempt=st.integers(0, ATTEMPTS - 1))
     def invoke_submit_racing(self, entry: int, attempt: int) -> None:
         """An invocation that read the slot before another invocation's write."""
         event = self._event(entry, attempt)
+        if event is None:
+            return
         real = token_store.get_slot
         reads: list[int] = []
 
@@ -104,23 +139,51 @@ class Lifecycle(RuleBasedStateMachine):
     @rule(entry=st.integers(0, ENTRIES - 1))
     def cancel_task(self, entry: int) -> None:
         """Step Functions closes the entry's waiting task (its branch cancelled, its timeout)."""
-        for (other_entry, _), token in self.tokens.items():
-            if other_entry == entry:
+        for (run, other_entry, _), token in self.tokens.items():
+            if (run, other_entry) == (self.run, entry):
                 self.world.open_tokens.discard(token)
+
+    @precondition(lambda self: self.running)
+    @rule(status=st.sampled_from(lifecycle.STOPPING_EXECUTION_STATUSES), copies=st.integers(0, 2))
+    def end_execution(self, status: str, copies: int) -> None:
+        """The execution ends (every task with it); its end event is delivered 0-2 times."""
+        self.world.open_tokens.difference_update(self.tokens.values())
+        self.described["status"] = status
+        self.described["stopDate"] = self.described["startDate"]
+        event = {
+            "source": lifecycle.EXECUTION_EVENT_SOURCE,
+            "detail": {"executionArn": self.execution, "status": status},
+        }
+        self.end_events.append(event)
+        for _ in range(copies):
+            events.dispatch(event, self.world.dynamodb)
+
+    @precondition(lambda self: not self.running)
+    @rule()
+    def redrive(self) -> None:
+        """RedriveExecution: the same ARN runs again, from the failed task (a new entry)."""
+        self.run += 1
+        self.described.update(status="RUNNING", redriveCount=self.run)
+        self.described.pop("stopDate", None)
+
+    @precondition(lambda self: bool(self.end_events))
+    @rule(data=st.data())
+    def replay_execution_end(self, data: st.DataObject) -> None:
+        """An execution-end event delivered again: late, or replayed after a redrive."""
+        events.dispatch(data.draw(st.sampled_from(self.end_events)), self.world.dynamodb)
 
     # -- SageMaker and events -----------------------------------------------------------------
 
+    @precondition(lambda self: bool(self.world.training.running()))
     @rule(data=st.data(), status=st.sampled_from(["Completed", "Failed:AlgorithmError: x"]))
     def end_a_job(self, data: st.DataObject, status: str) -> None:
         running = self.world.training.running()
-        if running:
-            self.world.training.end(data.draw(st.sampled_from(running)), status)
+        self.world.training.end(data.draw(st.sampled_from(running)), status)
 
+    @precondition(lambda self: bool(self.world.job_events))
     @rule(data=st.data(), copies=st.integers(0, 2))
     def deliver_job_events(self, data: st.DataObject, copies: int) -> None:
         """Each job event delivered 0 (lost), 1 or 2 (duplicated) times, in any order."""
-        if not self.world.job_events:
-            return
         event = data.draw(st.sampled_from(self.world.job_events))
         for _ in range(copies):
             events.dispatch(event, self.world.dynamodb)
@@ -170,25 +233,31 @@ class Lifecycle(RuleBasedStateMachine):
     @invariant()
     def each_task_hears_only_of_its_own_entrys_job_once(self) -> None:
         heard: set[str] = set()
-        succeeded: dict[str, int] = {}  # job -> the entry that heard of its success
+        succeeded: dict[str, tuple[int, int]] = {}  # job -> the entry that heard its success
         for report in self.world.reports:
             assert report.token not in heard, "a task heard twice"
             heard.add(report.token)
             name = report.body.get("TrainingJobName")
             if not name or report.error == lifecycle.Errors.JOB_NAME_TAKEN:
                 continue
-            entry, attempt = self.entry_of_token[report.token]
+            run, entry, attempt = self.entry_of_token[report.token]
             job = self.world.sagemaker.describe_training_job(TrainingJobName=name)
             assert job["HyperParameters"]["item"] == str(ITEMS[entry]), "another request's job"
             tags = self._tags(name)
             assert int(tags[lifecycle.TAG_ATTEMPT]) <= attempt, "a task heard of a later job"
             if report.operation == "SendTaskSuccess":
-                assert succeeded.setdefault(name, entry) == entry, "two entries heard one job"
+                heard_by = succeeded.setdefault(name, (run, entry))
+                assert heard_by == (run, entry), "two entries heard one job"
             if ITEMS.count(ITEMS[entry]) > 1:
                 continue  # identical entries may take each other's ended lanes (lanes.py)
             slot = tags[lifecycle.TAG_SLOT].partition(lifecycle.SLOT_TAG_SEPARATOR)[0]
-            self.slot_of_entry.setdefault(entry, slot)
-            assert slot == self.slot_of_entry[entry], f"entry {entry} heard of another's job"
+            self.slot_of_entry.setdefault((run, entry), slot)
+            assert slot == self.slot_of_entry[run, entry], f"entry {entry} heard of another's job"
+
+    @invariant()
+    def no_job_of_a_waiting_task_is_stopped(self) -> None:
+        stopped = [stop for stop in self.world.stops if stop.task_waiting]
+        assert not stopped, f"a job stopped while its task waited: {stopped}"
 
     @invariant()
     def every_item_has_a_ttl(self) -> None:
@@ -197,7 +266,7 @@ class Lifecycle(RuleBasedStateMachine):
 
 Lifecycle.TestCase.settings = settings(
     max_examples=EXAMPLES,
-    stateful_step_count=12,
+    stateful_step_count=STEPS,
     deadline=None,
     derandomize=bool(os.environ.get("CI")) or "HETERO_LIFECYCLE_EXAMPLES" not in os.environ,
     suppress_health_check=list(HealthCheck),
