@@ -229,6 +229,30 @@ def test_a_retried_parallel_runs_one_job_at_any_time(harness: Harness) -> None:
     assert harness.job_items() == []
 
 
+def test_a_retried_parallel_whose_submit_cannot_look_relies_on_one_pass(harness: Harness) -> None:
+    """The new entry's look at the other jobs is throttled (the submit never fails for it): both
+    jobs run until the next reconcile pass, which stops the cancelled entry's."""
+    cloud, gates = harness.cloud, Gates(harness.cloud)
+    execution = start(cloud, "cancel-retried", "retried-throttled")
+    (first,) = job_running(harness)
+    first_token = job_token(harness, first)
+    throttled = cloud.faults.throttle("stepfunctions", "SendTaskHeartbeat")
+    gates.fail("sibling")
+    wait_for(cloud, lambda: len(cloud.training.attempts) == 2 and not cloud.lambdas.running())
+    second = cloud.training.attempts[1].name
+    assert throttled.times == 0
+    assert in_progress(cloud) == [first, second]
+    harness.reconcile()
+    assert cloud.training.stopped_jobs == [first]
+    assert in_progress(cloud) == [second]
+    harness.stopped_jobs_end()
+    cloud.end_training_job(second, "Completed")
+    gates.open("sibling", 2)
+    wait_for(cloud, lambda: status(cloud, execution) != "RUNNING")
+    assert status(cloud, execution) == "SUCCEEDED"
+    assert reports_to(harness, first_token) == []
+
+
 def failed_items(cloud: LocalCloud, execution: str) -> int:
     """How many items of the execution's Map Run have failed (DescribeMapRun)."""
     stepfunctions = cloud.client("stepfunctions")
