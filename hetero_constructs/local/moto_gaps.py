@@ -41,6 +41,8 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   failed items exceed ``ToleratedFailureCount`` or ``ToleratedFailurePercentage`` (none tolerated
   when neither is given), and its running iterations are closed (moto never fails a Map Run);
   see ``moto_map_runs``.
+- ``ToleratedFailurePercentage`` may be an integer, as aws-cdk-lib renders it (moto's grammar
+  takes only a number with a decimal point and refuses the definition); see ``moto_map_runs``.
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
@@ -72,7 +74,7 @@ from hetero_constructs.local.moto_heartbeats import (
     task_heartbeats,
 )
 from hetero_constructs.local.moto_integrations import jsonata, service_normalisation
-from hetero_constructs.local.moto_map_runs import tolerated_failures
+from hetero_constructs.local.moto_map_runs import integer_percentages, tolerated_failures
 from hetero_constructs.local.moto_redrive import redrive_execution
 from hetero_constructs.local.patching import Patches
 
@@ -123,6 +125,7 @@ def install(
     task_heartbeats(patches, callback_tasks)
     closed_task_reports(patches, callback_tasks)  # after task_callbacks: it guards its reports
     tolerated_failures(patches)
+    integer_percentages(patches)
     redrive_execution(patches, report)
 
 

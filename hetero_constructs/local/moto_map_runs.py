@@ -5,11 +5,18 @@ timed-out) items exceed ``ToleratedFailureCount``, or their share of all items e
 ``ToleratedFailurePercentage`` (either, when both are given; neither given tolerates none), and
 stops its running child workflows. moto counts the failed items and never fails the Map Run: a
 Distributed Map succeeds whatever fails in it. Here the Map Run fails at the item that exceeds the
-threshold; the Map state's end closes the iterations still running, as for an inline Map.
+threshold; the Map state's end closes the iterations still running, as for an inline Map
+(``tolerated_failures``).
+
+moto's grammar takes ``ToleratedFailurePercentage`` only as a number with a decimal point: a
+definition with ``"ToleratedFailurePercentage": 50`` (what aws-cdk-lib renders for
+``tolerated_failure_percentage=50``) fails CreateStateMachine with an ``ASLParserException``.
+Here an integer percentage is read as the same number with a point (``integer_percentages``).
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Any
 
@@ -85,4 +92,43 @@ def tolerated_failures(patches: Patches) -> None:
     patches.replace(worker_class, "_eval_job", eval_job_within_threshold)
 
 
-__all__ = ["EXCEEDED_CAUSE", "tolerated_failures"]
+def integer_percentages(patches: Patches) -> None:
+    from moto.stepfunctions.parser.asl.parse import asl_parser
+
+    parse = asl_parser.AmazonStateLanguageParser.parse
+
+    def parse_with_float_percentages(definition: str) -> Any:
+        return parse(_float_percentages(definition))
+
+    patches.replace(
+        asl_parser.AmazonStateLanguageParser, "parse", staticmethod(parse_with_float_percentages)
+    )
+
+
+def _float_percentages(definition: str) -> str:
+    """``definition`` with each integer ``ToleratedFailurePercentage`` written as a float."""
+    if "ToleratedFailurePercentage" not in definition:
+        return definition
+    try:
+        document = json.loads(definition)
+    except ValueError:
+        return definition  # the parser reports what is wrong with it
+
+    def rewritten(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {
+                key: float(value)
+                if key == "ToleratedFailurePercentage"
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+                else rewritten(value)
+                for key, value in node.items()
+            }
+        if isinstance(node, list):
+            return [rewritten(item) for item in node]
+        return node
+
+    return json.dumps(rewritten(document))
+
+
+__all__ = ["EXCEEDED_CAUSE", "integer_percentages", "tolerated_failures"]

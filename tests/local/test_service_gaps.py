@@ -306,7 +306,8 @@ def test_a_distributed_map_fails_once_its_failed_items_exceed_the_threshold(
     cloud: LocalCloud, failing: int, status: str
 ) -> None:
     """ToleratedFailurePercentage 50 over four items: two failed items are tolerated, three fail
-    the Map Run with States.ExceedToleratedFailureThreshold (moto never fails a Map Run)."""
+    the Map Run with States.ExceedToleratedFailureThreshold (moto never fails a Map Run, and
+    refuses an integer percentage)."""
     iteration = {
         "StartAt": "Fail?",
         "States": {
@@ -328,8 +329,7 @@ def test_a_distributed_map_fails_once_its_failed_items_exceed_the_threshold(
                     "Each": {
                         "Type": "Map",
                         "ItemProcessor": iteration,
-                        # moto's parser takes a percentage with a point only (JSON allows both)
-                        "ToleratedFailurePercentage": 50.0,
+                        "ToleratedFailurePercentage": 50,  # as aws-cdk-lib renders it
                         "End": True,
                     }
                 },
