@@ -206,6 +206,10 @@ class StatusReporter:
             self._reported.add((arn, status))
         self._on_status(execution, status)
 
+    def has_reported(self, execution: Any, status: str) -> bool:
+        with self._lock:
+            return (execution.exec_arn, status) in self._reported
+
     def redriven(self, execution: Any) -> None:
         """A redriven execution runs again: RUNNING, and its next end, are reported anew."""
         arn = execution.exec_arn

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import datetime
 import threading
+import time
 from typing import Any
 
 from hetero_constructs.local.moto_executions import StatusReporter
@@ -98,6 +99,13 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
     def redrive(response: Any) -> Any:
         arn = response._get_param("executionArn")
         execution = response.stepfunction_backend.describe_execution(arn)
+        # The ended run reports its end a moment after its status is set: that report comes
+        # first (EventBridge hears FAILED, then the redrive's RUNNING).
+        deadline = time.monotonic() + _END_REPORTED_WITHIN
+        while time.monotonic() < deadline and not report.has_reported(
+            execution, getattr(execution.exec_status, "value", "RUNNING")
+        ):
+            time.sleep(0.005)
         with redriving:
             reason = redrive_reason(execution)
             if reason is not None:
@@ -142,6 +150,8 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
 
 
 _LISTED = ("redriveCount", "redriveDate")
+#: How long a redrive waits for the ended run's end to be reported (it is, within microseconds).
+_END_REPORTED_WITHIN = 2.0
 
 
 def _ended_runs_tokens_gone(answer: Any) -> Any:
