@@ -13,8 +13,12 @@ tokens, and each gets its own *lane* (``RunSlot.lane``: its own slot, job names 
   n-1 before it starts attempt n, so it takes a lane held by an earlier attempt whose task no
   longer answers a heartbeat and whose job did not succeed: its own entry's lane, or that of an
   identical entry in the same state, which is as good (the same request, and that entry's own
-  retry takes another such lane or a free one). A lane whose success was reported is never
-  taken: its entry heard it.
+  retry takes another such lane or a free one). A lane whose success was reported by the
+  events Lambda is never taken: its entry heard it (one reported by the entry's own submit
+  invocation is not final: that invocation may still fail, and its retry must hear it again);
+- an invocation that would pass over a lane another entry holds first checks that its own task
+  still waits (a heartbeat): a late invocation whose attempt was retried, and which never
+  claimed a lane, makes no job in another entry's place.
 
 The usual task (one entry per context) has one lane, 0, whose digest is the slot's as before
 lanes existed; a retry costs one ``SendTaskHeartbeat`` more.
@@ -35,15 +39,26 @@ class TooManyLanes(Exception):
     """Every lane of a slot is held by a live entry: a fault, not a workload."""
 
 
+class TaskClosed(Exception):
+    """This invocation's task no longer waits and no lane is its own: it changes nothing."""
+
+
 def choose(
     dynamodb: Any, stepfunctions: Any, run: Run, start: int = 0
 ) -> tuple[int, token_store.SlotItem | None]:
     """The lane (from ``start`` on) this invocation acts on, and its slot item (None: free)."""
     mark = token_store.token_mark(run.task_token)
+    waiting: bool | None = None  # whether this invocation's own task waits, once asked
     for lane in range(start, MAX_LANES):
         slot = token_store.get_slot(dynamodb, run.slot.in_lane(lane).digest)
-        if slot is None or not slot.token or mark in slot.chain:
-            return lane, slot  # free, written before lanes were kept, or this entry's own
+        if slot is not None and (not slot.token or mark in slot.chain):
+            return lane, slot  # written before lanes were kept, or this entry's own
+        if waiting is None and lane > 0:
+            waiting = outcome.heartbeat(stepfunctions, run.task_token)
+            if not waiting:
+                raise TaskClosed(f"{run.slot.state_name!r}: the task no longer waits")
+        if slot is None:
+            return lane, slot  # free
         if (
             run.retry_count > slot.holder
             and not slot.completed
@@ -60,4 +75,4 @@ def is_own(slot: token_store.SlotItem | None, run: Run) -> bool:
     return slot is not None and token_store.token_mark(run.task_token) in slot.chain
 
 
-__all__ = ["MAX_LANES", "TooManyLanes", "choose", "is_own"]
+__all__ = ["MAX_LANES", "TaskClosed", "TooManyLanes", "choose", "is_own"]

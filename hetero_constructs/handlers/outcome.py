@@ -171,9 +171,18 @@ def report(
 
 
 def settle(
-    dynamodb: Any, stepfunctions: Any, item: token_store.JobItem, job: dict[str, Any]
+    dynamodb: Any,
+    stepfunctions: Any,
+    item: token_store.JobItem,
+    job: dict[str, Any],
+    *,
+    final: bool = True,
 ) -> str:
-    """Record, report and forget a job that has ended (``job`` as DescribeTrainingJob gives it)."""
+    """Record, report and forget a job that has ended (``job`` as DescribeTrainingJob gives it).
+
+    ``final=False``: the report goes out from the task's own submit invocation, which may still
+    fail after the task accepted it (its retry then hears it again, see ``lanes``): the slot is
+    not marked ``completed``, the mark that keeps other entries' retries off a lane."""
     capacity = (
         job.get("TrainingJobStatus") != "Completed"
         and lifecycle.failure_error(job) == lifecycle.Errors.CAPACITY
@@ -192,7 +201,7 @@ def settle(
             reported,
             failures if reported else (slot.capacity_failures if slot else 0),
             holder=max(slot.holder if slot else 0, item.token_holder),
-            completed=reported and job.get("TrainingJobStatus") == "Completed",
+            completed=final and reported and job.get("TrainingJobStatus") == "Completed",
         )
         if slot is None:
             written = written.held_by(item.task_token)

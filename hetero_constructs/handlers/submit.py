@@ -150,7 +150,7 @@ class Submission:
         if not token_store.put_job(self.dynamodb, item, self.run.ttl_seconds, take_over=True):
             return self.lost("a newer attempt holds the job")
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job, final=False)
         return {"TrainingJobName": slot.job, "resumed": True}
 
     def job_item(
@@ -220,7 +220,10 @@ class Submission:
         """Find this entry's lane (``lanes``), then go on with its attempt there."""
         lane = 0
         for _ in range(2 * lanes.MAX_LANES):
-            lane, previous = lanes.choose(self.dynamodb, self.stepfunctions, self.run, lane)
+            try:
+                lane, previous = lanes.choose(self.dynamodb, self.stepfunctions, self.run, lane)
+            except lanes.TaskClosed as closed:
+                return {"TrainingJobName": None, "superseded": str(closed)}
             self.run = dataclasses.replace(self.run, slot=self.run.slot.in_lane(lane))
             answer = self.submit_in_lane(previous)
             if answer is not None:
@@ -362,7 +365,7 @@ class Submission:
     def continue_created(self, item: token_store.JobItem, job: dict[str, Any]) -> dict[str, Any]:
         """Go on with the attempt's job, created although CreateTrainingJob answered an error."""
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job, final=False)
         else:
             self.stop_if_orphaned(item)
         return {"TrainingJobName": item.name, "alreadySubmitted": True}

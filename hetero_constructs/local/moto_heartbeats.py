@@ -5,7 +5,9 @@ its Parallel branch or Map iteration is cancelled (a sibling branch or another i
 failed) and when its execution ends; a closed task's token is refused by SendTaskHeartbeat,
 SendTaskSuccess and SendTaskFailure (``TaskTimedOut``: "the task associated with the token has
 already been closed"). Here each callback task's token is tracked while its state waits
-(``CallbackTasks``): a task is closed once that state's frame no longer runs.
+(``CallbackTasks``), from the call that passes it on (the service accepts a heartbeat from the
+invoked function itself) until the state returns: a task is closed once that state's frame no
+longer runs.
 
 - ``task_heartbeats``: moto accepts a heartbeat only for a task that declares
   ``HeartbeatSeconds`` and answers ``InvalidToken`` for every other token, even one whose task
@@ -41,7 +43,8 @@ class CallbackTasks:
             state_task_service_callback as module,
         )
 
-        evaluate = module.StateTaskServiceCallback._eval_integration_pattern
+        # The whole call: the invocation that receives the token, then the wait for it.
+        evaluate = module.StateTaskServiceCallback._eval_execution
         tasks = self
 
         def tracked(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
@@ -56,7 +59,7 @@ class CallbackTasks:
                     with tasks.lock:
                         tasks.returned.add(token)
 
-        patches.replace(module.StateTaskServiceCallback, "_eval_integration_pattern", tracked)
+        patches.replace(module.StateTaskServiceCallback, "_eval_execution", tracked)
 
     def frame(self, token: str) -> tuple[Any, bool]:
         """The frame that waits or waited on ``token`` (None for an unknown token), and whether

@@ -349,7 +349,7 @@ def test_a_repeated_settle_does_not_hand_the_old_end_to_the_task_s_retry(
         )
         result = harness.run("retried", outcomes=["Failed", "Completed"])
         assert cloud.retry_waits.requested == [60]
-        assert [c.operation for c in harness.calls if c.error == "TaskTimedOut"] == [
+        assert [c.operation for c in harness.reports_refused()] == [
             "SendTaskFailure"  # the repeated settle found the task answered
         ]
         assert result.status == "SUCCEEDED", result.cause

@@ -150,6 +150,21 @@ def test_a_retry_of_an_identical_entry_never_takes_its_live_twins_job(
     assert world.reports_to(retry) == []
 
 
+def test_a_late_invocation_that_never_claimed_makes_no_job_in_another_lane(
+    world: HandlerWorld,
+) -> None:
+    """Attempt 0's first invocation failed before it wrote anything (throttled); the task was
+    retried, attempt 1 holds lane 0; a delayed duplicate of attempt 0 arrives: it must not take
+    a free lane as if it were another entry."""
+    execution = world.start("run-1")
+    first = world.token()
+    world.open_tokens.discard(first)  # attempt 0 failed; Step Functions retried the task
+    job = submit.handler(world.submit_event(execution, world.token(), retry_count=1))
+    late = submit.handler(world.submit_event(execution, first))
+    assert "superseded" in late
+    assert [r["TrainingJobName"] for r in world.training.requests] == [job["TrainingJobName"]]
+
+
 def test_a_success_one_identical_entry_heard_is_never_handed_to_another(
     world: HandlerWorld,
 ) -> None:

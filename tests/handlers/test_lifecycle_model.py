@@ -77,8 +77,9 @@ class Lifecycle(RuleBasedStateMachine):
         run = self.run if run is None else run
         key = (run, entry, attempt)
         if key not in self.tokens:
-            if run != self.run or not self.running:
-                return None
+            later = any(k[:2] == (run, entry) and k[2] > attempt for k in self.tokens)
+            if run != self.run or not self.running or later:
+                return None  # Step Functions starts no attempt after a later one, or the end
             # Step Functions starts attempt n only after closing attempt n-1's task.
             for (other_run, other_entry, other_attempt), token in self.tokens.items():
                 if (other_run, other_entry) == (run, entry) and other_attempt < attempt:
