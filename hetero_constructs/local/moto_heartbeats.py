@@ -4,20 +4,20 @@ The service closes a task that waits on its token when it is answered, when it t
 its Parallel branch or Map iteration is cancelled (a sibling branch or another iteration
 failed) and when its execution ends; a closed task's token is refused by SendTaskHeartbeat,
 SendTaskSuccess and SendTaskFailure (``TaskTimedOut``: "the task associated with the token has
-already been closed"). Here each callback task's token is tracked while its state waits
-(``CallbackTasks``), from the call that passes it on (the service accepts a heartbeat from the
-invoked function itself) until the state returns: a task is closed once that state's frame no
-longer runs.
+already been closed"). Here each callback task's token is tracked from its attempt's service
+call on (``CallbackTasks``): the task is closed once that attempt has returned (answered,
+failed, timed out, or its call itself failed and it never waited) or its frame no longer runs.
 
 - ``task_heartbeats``: moto accepts a heartbeat only for a task that declares
   ``HeartbeatSeconds`` and answers ``InvalidToken`` for every other token, even one whose task
   waits. Here a heartbeat is accepted for any waiting task and refused for a closed one.
 - ``closed_task_reports``: moto accepts SendTaskSuccess / SendTaskFailure for a task whose
-  Parallel branch or Map iteration was cancelled, or whose own ``TimeoutSeconds`` elapsed: the
-  call succeeds and a ``TaskSucceeded`` / ``TaskFailed`` (and ``MapIterationFailed``) is recorded
-  after the execution has left the state. Here such a report answers ``TaskTimedOut`` and records
-  nothing. (A report to a task of an ended execution keeps its answer, ``TaskDoesNotExist``; see
-  ``moto_executions``.)
+  Parallel branch or Map iteration was cancelled, whose own ``TimeoutSeconds`` elapsed, or whose
+  service call failed (a Lambda function error; the attempt retried or caught): the call
+  succeeds, and the task's ``TaskSucceeded`` / ``TaskFailed`` is recorded after the execution
+  has left the state, or the answer goes where nobody waits. Here such a report answers
+  ``TaskTimedOut`` and records nothing. (A report to a task of an ended execution keeps its
+  answer, ``TaskDoesNotExist``; see ``moto_executions``.)
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ class CallbackTasks:
             state_task_service_callback as module,
         )
 
-        # The whole call: the invocation that receives the token, then the wait for it.
+        # One attempt of the task: its service call (which may fail, e.g. a Lambda function
+        # error, without ever waiting) and its wait for the token.
         evaluate = module.StateTaskServiceCallback._eval_execution
         tasks = self
 

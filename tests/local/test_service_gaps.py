@@ -341,3 +341,43 @@ def test_a_distributed_map_fails_once_its_failed_items_exceed_the_threshold(
     assert result.status == status, result.cause
     if status == "FAILED":
         assert result.error == "States.ExceedToleratedFailureThreshold"
+
+
+def test_a_task_whose_call_failed_refuses_its_token(cloud: LocalCloud) -> None:
+    """A waitForTaskToken task whose Lambda call itself fails is closed at once (its Catch runs
+    on): its token refuses heartbeats and reports (moto did not know the token, answered
+    InvalidToken to a heartbeat and accepted a report nobody would read)."""
+    function = f"arn:aws:lambda:{cloud.region}:{cloud.account}:function:missing"
+    cloud.deploy(
+        _template(
+            {
+                "StartAt": "Call",
+                "States": {
+                    "Call": {
+                        "Type": "Task",
+                        "Resource": "arn:aws:states:::lambda:invoke.waitForTaskToken",
+                        "Parameters": {
+                            "FunctionName": function,
+                            "Payload": {"token.$": "$$.Task.Token"},
+                        },
+                        "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Linger"}],
+                    },
+                    "Linger": {"Type": "Wait", "Seconds": 3, "End": True},
+                },
+            }
+        )
+    )
+    stepfunctions = cloud.client("stepfunctions")
+    execution = stepfunctions.start_execution(stateMachineArn=cloud.state_machine(), name="call")
+    deadline = time.monotonic() + 20
+    while "WaitStateEntered" not in [e["type"] for e in cloud.history(execution["executionArn"])]:
+        assert time.monotonic() < deadline, "the failed call was not caught"
+        time.sleep(0.05)
+    history = cloud.history(execution["executionArn"])
+    (scheduled,) = [e for e in history if e["type"] == "TaskScheduled"]
+    parameters = json.loads(scheduled["taskScheduledEventDetails"]["parameters"])
+    token = parameters["Payload"]["token"]
+    with pytest.raises(ClientError, match="TaskTimedOut"):
+        stepfunctions.send_task_heartbeat(taskToken=token)
+    with pytest.raises(ClientError, match="TaskTimedOut"):
+        stepfunctions.send_task_success(taskToken=token, output="{}")
