@@ -101,6 +101,7 @@ def given_names(app: cdk.App, stack: cdk.Stack) -> dict[str, Any]:
         pipeline_role=iam.Role(
             stack, "GivenPipelineRole", assumed_by=iam.ServicePrincipal("states.amazonaws.com")
         ),
+        operator_role=iam.Role(stack, "GivenOperatorRole", assumed_by=iam.AccountRootPrincipal()),
         fn=lambda_.Function(
             stack,
             "GivenFunction",

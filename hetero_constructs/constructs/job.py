@@ -362,6 +362,12 @@ class HeterogeneousTrainingJob(FromSpecFile, Construct):
         """Let ``grantee`` start training runs (executions of the state machine)."""
         return self.state_machine.grant_start_execution(grantee)
 
+    def grant_redrive_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` redrive runs that failed (``hetero-train redrive``,
+        ``TrainingRun.redrive()``): ``states:RedriveExecution`` on the state machine's
+        executions."""
+        return self.state_machine.grant_redrive_execution(grantee)
+
     # -- metrics (each takes cloudwatch.MetricOptions' keywords: period, statistic, label...) --
 
     def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:

@@ -318,6 +318,20 @@ def test_grant_start_execution() -> None:
     assert statements[0]["Action"] == "states:StartExecution"
 
 
+def test_grant_redrive_execution_covers_the_machines_executions() -> None:
+    from aws_cdk import aws_iam as iam
+
+    scope = stack()
+    job = HeterogeneousTrainingJob(scope, "Job", spec=spec())
+    operator = iam.Role(scope, "Operator", assumed_by=iam.AccountRootPrincipal())
+    job.grant_redrive_execution(operator)
+    template = Template.from_stack(scope).to_json()
+    (statement,) = policy_statements(template, "Operator")
+    assert statement["Action"] == "states:RedriveExecution"
+    # Executions of this job's state machine only (arn:...:execution:NAME:*).
+    assert ":execution:" in json.dumps(statement["Resource"])
+
+
 def test_code_bundle_is_deterministic(tmp_path: Path) -> None:
     code = tmp_path / "code"
     (code / "pkg").mkdir(parents=True)
