@@ -4,7 +4,6 @@ repository's core does with botocore's full model."""
 from __future__ import annotations
 
 import json
-import lzma
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ from hetero_constructs.constructs.lambda_bundle import (
     LAMBDA_OPERATIONS,
     MODULE_ARCHIVE,
     lambda_package,
+    read_module_archive,
     trimmed_service_model,
     zip_bytes,
 )
@@ -119,7 +119,7 @@ def test_package_holds_the_handlers_the_core_and_the_trimmed_model(package: Path
     }
     assert f"{DATA_PATH}/sagemaker/{version}/service-2.json" in names
     # The core travels in one solid archive that the package's __init__ serves modules from.
-    archived = set(json.loads(lzma.decompress((package / MODULE_ARCHIVE).read_bytes())))
+    archived = set(read_module_archive((package / MODULE_ARCHIVE).read_bytes()))
     assert {"__init__.py", "planning.py", "checks/rules/api/__init__.py"} <= archived
     assert {"handlers/submit.py", "handlers/events.py", "handlers/token_store.py"} <= archived
     assert "spec/reference.py" not in archived  # the spec-field reference generator
@@ -304,7 +304,7 @@ def test_every_sagemaker_call_of_the_handlers_is_in_the_trimmed_model(package: P
     """A handler that calls another SageMaker API needs it in LAMBDA_OPERATIONS."""
     full, _ = _client_on(Path(botocore.__file__).parent / "data")
     methods = full.meta.method_to_api_mapping
-    handlers = json.loads(lzma.decompress((package / MODULE_ARCHIVE).read_bytes()))
+    handlers = read_module_archive((package / MODULE_ARCHIVE).read_bytes())
     called = {
         methods[name]
         for path, source in handlers.items()
