@@ -227,8 +227,10 @@ class Job:
             time.sleep(0.1)
 
     def kill(self, host: str) -> float:
+        """Kill ``host``; the time the kill was sent (reaping it may take a while under load)."""
+        sent = time.monotonic()
         stop(self.processes[host])
-        return time.monotonic()
+        return sent
 
     def stop(self) -> None:
         for process in self.processes.values():
@@ -283,13 +285,16 @@ def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
         job.start()
         for host in job.trainer_hosts:
             job.wait_for_log(host, "epoch 1:")
-        killed = max(job.kill(host) for host in job.trainer_hosts)
+        kills = [job.kill(host) for host in job.trainer_hosts]
         codes = job.wait(job.data_hosts, timeout=IDLE + 30)
     finally:
         job.stop()
     assert all(codes[host] == 1 for host in job.data_hosts), f"{codes}\n{job.report()}"
     for host in job.data_hosts:
-        assert IDLE - 1 <= job.ended[host] - killed <= IDLE + 10, job.ended
+        # Idle from the first kill on at the earliest (the other trainer then waits in its
+        # collective), and not much longer than idle_timeout after the last.
+        ended = job.ended[host]
+        assert ended - min(kills) >= IDLE - 1 and ended - max(kills) <= IDLE + 10, (kills, ended)
         assert "training group is gone" in job.logs[host].read_text()
 
 

@@ -145,17 +145,24 @@ def redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(
         executionArn=summary["executionArn"]
     )
     assert described["redriveCount"] == 1 and "redriveDate" in described
-    # Without --follow: it says so, and the run goes on to its end.
-    code, _ = cli("run", "HeteroTrainingExample/Training", "--name", "served-stop-2", "--no-follow")
-    assert code == 0 and cli("stop", "served-stop-2")[0] == 0
-    code, text = cli("redrive", "served-stop-2")
+    # Without --follow: it says so, and the run goes on to its end. The run fails on its
+    # input (not on a stop that could come after a 1 s job's end), and fails again.
+    code, _ = cli(
+        "run", "HeteroTrainingExample/Training", "--name", "served-fail", "--no-check",
+        "--input", '{"bogus": 1}', "--follow",
+        "--poll-interval", "0.2",
+    )  # fmt: skip
+    assert code != 0
+    code, text = cli("redrive", "served-fail")
     assert code == 0, text
-    assert re.match(r"Redriven arn:aws:states:\S+:served-stop-2 \(redrive 1\)\n", text), text
+    assert re.match(r"Redriven arn:aws:states:\S+:served-fail \(redrive 1\)\n", text), text
     assert "hetero-train logs" in text
     from hetero_constructs import TrainingRun
 
     arn = text.split()[1]
-    assert TrainingRun.attach(arn).wait(out=None, poll_seconds=0.2, log_grace=1).succeeded
+    ended = TrainingRun.attach(arn).wait(out=None, poll_seconds=0.2, log_grace=1)
+    assert not ended.succeeded and ended.status == "FAILED"
+    assert boto3.client("stepfunctions").describe_execution(executionArn=arn)["redriveCount"] == 1
     capsys.readouterr()
     code, text = cli("redrive", "served-1", "--json")
     assert (code, text) == (1, "")
