@@ -291,11 +291,12 @@ def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
         job.stop()
     assert all(codes[host] == 1 for host in job.data_hosts), f"{codes}\n{job.report()}"
     for host in job.data_hosts:
-        # Idle from the first kill on at the earliest (the other trainer then waits in its
-        # collective), and not much longer than idle_timeout after the last.
-        ended = job.ended[host]
-        assert ended - min(kills) >= IDLE - 1 and ended - max(kills) <= IDLE + 10, (kills, ended)
-        assert "training group is gone" in job.logs[host].read_text()
+        # The idle rule ended it (counted from the trainers' last word, which under load may
+        # come well before the kill: tests/runtime/test_data_serve.py times it exactly), and
+        # not much later than idle_timeout after the last kill.
+        log = job.logs[host].read_text()
+        assert f"spoke for {IDLE:g} s" in log and "training group is gone" in log, log[-2000:]
+        assert job.ended[host] - max(kills) <= IDLE + 10, (kills, job.ended)
 
 
 def test_trainers_fail_naming_the_data_host_that_crashed(tmp_path: Path) -> None:
