@@ -232,6 +232,22 @@ class Job:
         stop(self.processes[host])
         return sent
 
+    def crash(self, hosts: list[str]) -> float:
+        """Kill ``hosts`` together, so that none outlives another and reports its death.
+
+        Every process is frozen (SIGSTOP) before any is killed: a signal that is pending is
+        taken before the process runs another instruction of its own, so a survivor cannot
+        see its peer's connection reset and send the data hosts an abort in between.
+        """
+        sent = time.monotonic()
+        trees = [[*descendants(self.processes[h].pid), self.processes[h].pid] for h in hosts]
+        for pid in (pid for tree in trees for pid in tree):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGSTOP)
+        for host in hosts:
+            stop(self.processes[host])
+        return sent
+
     def stop(self) -> None:
         for process in self.processes.values():
             stop(process)
@@ -285,7 +301,7 @@ def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
         job.start()
         for host in job.trainer_hosts:
             job.wait_for_log(host, "epoch 1:")
-        kills = [job.kill(host) for host in job.trainer_hosts]
+        killed = job.crash(job.trainer_hosts)
         codes = job.wait(job.data_hosts, timeout=IDLE + 30)
     finally:
         job.stop()
@@ -293,10 +309,10 @@ def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
     for host in job.data_hosts:
         # The idle rule ended it (counted from the trainers' last word, which under load may
         # come well before the kill: tests/runtime/test_data_serve.py times it exactly), and
-        # not much later than idle_timeout after the last kill.
+        # not much later than idle_timeout after the kill.
         log = job.logs[host].read_text()
         assert f"spoke for {IDLE:g} s" in log and "training group is gone" in log, log[-2000:]
-        assert job.ended[host] - max(kills) <= IDLE + 10, (kills, job.ended)
+        assert job.ended[host] - killed <= IDLE + 10, (killed, job.ended)
 
 
 def test_trainers_fail_naming_the_data_host_that_crashed(tmp_path: Path) -> None:
