@@ -110,10 +110,15 @@ def descendants(pid: int) -> list[int]:
     return [grand for child in children for grand in [child, *descendants(child)]]
 
 
+def process_tree(process: subprocess.Popen[bytes]) -> list[int]:
+    """``process`` and every process below it, the lowest first."""
+    return [*descendants(process.pid), process.pid]
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     """Kill ``process`` and every process below it, as a host that crashes would lose them."""
     if process.poll() is None:
-        for pid in [*descendants(process.pid), process.pid]:
+        for pid in process_tree(process):
             with contextlib.suppress(ProcessLookupError):  # already gone
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
@@ -240,8 +245,7 @@ class Job:
         see its peer's connection reset and send the data hosts an abort in between.
         """
         sent = time.monotonic()
-        trees = [[*descendants(self.processes[h].pid), self.processes[h].pid] for h in hosts]
-        for pid in (pid for tree in trees for pid in tree):
+        for pid in [pid for host in hosts for pid in process_tree(self.processes[host])]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGSTOP)
         for host in hosts:
