@@ -150,7 +150,7 @@ class Submission:
         if not token_store.put_job(self.dynamodb, item, self.run.ttl_seconds, take_over=True):
             return self.lost("a newer attempt holds the job")
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.settle(self.dynamodb, self.stepfunctions, item, job, final=False)
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         return {"TrainingJobName": slot.job, "resumed": True}
 
     def job_item(
@@ -365,7 +365,7 @@ class Submission:
     def continue_created(self, item: token_store.JobItem, job: dict[str, Any]) -> dict[str, Any]:
         """Go on with the attempt's job, created although CreateTrainingJob answered an error."""
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.settle(self.dynamodb, self.stepfunctions, item, job, final=False)
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         else:
             self.stop_if_orphaned(item)
         return {"TrainingJobName": item.name, "alreadySubmitted": True}

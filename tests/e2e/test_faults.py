@@ -949,3 +949,33 @@ def test_a_malformed_event_is_ignored_not_failed(harness: Harness, event: Any) -
     assert json.loads(answer).startswith("ignored"), answer
     # DynamoDB refuses a key over 2,048 bytes (moto does not): a huge name is never looked up.
     assert not [c for c in harness.calls if LONG in json.dumps(c.params)]
+
+
+def test_a_job_that_ends_while_its_submit_call_is_in_flight_is_the_run_s_one_job(
+    harness: Harness,
+) -> None:
+    """The job ends while Step Functions' call to the submit Lambda is still in flight: the
+    events Lambda reports its success (accepted), then the call fails
+    (``Lambda.ServiceException`` after the handler ran). Whichever answer the service keeps,
+    the run trains one job and ends with its result: here (the local engine lets the call's
+    failure win) the task's retry hears the job's success again instead of training another."""
+    cloud = harness.cloud
+    fault = cloud.faults.fail_lambda("submit.handler", after_work=True)
+
+    def end_the_job_meanwhile() -> None:
+        (job,) = cloud.training.running()
+        cloud.training.end(job, "Completed")
+        event = cloud.training.state_change_event(job)
+        answer = cloud.lambdas.invoke(harness.events_function, json.dumps(event))
+        assert json.loads(answer) == "reported Completed"  # accepted while the call runs
+
+    harness.after("sagemaker", "CreateTrainingJob", 1, then=end_the_job_meanwhile)
+    result = harness.run("ended-in-flight")
+    assert fault.times == 0
+    assert result.status == "SUCCEEDED", result.cause
+    (job,) = created(result)
+    assert len(cloud.training.requests) == 1
+    assert result.output["TrainingJobName"] == job
+    assert result.output["Attempt"] == 0
+    assert history_types(result).count("TaskSucceeded") == 1
+    assert harness.job_items() == []
