@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, environment, lanes, outcome, token_store
+from hetero_constructs.handlers import (
+    control,
+    environment,
+    lanes,
+    outcome,
+    task_history,
+    token_store,
+)
 from hetero_constructs.handlers.attempt import (
     InvalidOverrides,
     Run,
@@ -393,11 +400,15 @@ class Submission:
             return
 
     def _stop_cancelled_jobs(self, name: str) -> None:
+        now = time.time()
         for other in token_store.jobs_of_execution(self.dynamodb, self.run.slot.execution_arn):
             if other.name == name or other.role_arn != self.run.control_role:
                 continue
             if outcome.heartbeat(self.stepfunctions, other.task_token):
                 continue
+            execution = self.run.slot.execution_arn
+            if task_history.retry_pending(self.stepfunctions, execution, other.task_token, now):
+                continue  # its attempt's retry is coming to take it over
             job = describe(self.sagemaker, other.name)
             running = job is not None and job.get("TrainingJobStatus") == "InProgress"
             if running and job is not None and outcome.is_own_job(self.sagemaker, other, job):

@@ -7,12 +7,19 @@ documented: the callback may close the task (``TaskSucceeded``), or the call's f
 (``TaskFailed``: the task's retrier runs, the accepted success is discarded; the local engine
 does this). Only the history tells which, so a retry that meets a lane whose success was heard
 asks it: a success its task did not keep is heard again by the retry, never trained again.
+
+The same history tells the reconciler (and another task's submit) that a job's closed token
+belongs to an attempt whose call failed, whose retry is coming to take the job over: the job is
+not a cancelled task's, and is not stopped in that window (``retry_pending``).
 """
 
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
+
+from hetero_constructs.run import lifecycle
 
 #: The events that close one attempt of a task, and whether it kept a success.
 TASK_ENDS = {
@@ -22,6 +29,8 @@ TASK_ENDS = {
     "TaskStartFailed": False,
     "TaskSubmitFailed": False,
 }
+#: The errors the training task's own retrier retries (``constructs.retries``).
+RETRIED_ERRORS = frozenset((*lifecycle.LAMBDA_INVOKE_ERRORS, lifecycle.Errors.THROTTLED))
 # TaskScheduled, TaskStarted, TaskSubmitted, then the end: a few links back at most.
 _MAX_LINKS = 8
 
@@ -42,6 +51,30 @@ def kept_success(stepfunctions: Any, execution_arn: str, task_token: str) -> boo
     (``TaskSucceeded``), False (it failed or timed out: a success sent to it was discarded),
     None (not ended, or not found: its Map iteration or Parallel branch was cancelled, or the
     execution ended with it)."""
+    end = attempt_end(stepfunctions, execution_arn, task_token)
+    return None if end is None else TASK_ENDS[str(end["type"])]
+
+
+def retry_pending(stepfunctions: Any, execution_arn: str, task_token: str, now: float) -> bool:
+    """Whether the task attempt given ``task_token`` failed because Step Functions' call to the
+    submit Lambda failed (``Lambda.ServiceException`` and the like, ``HeteroTraining.Throttled``)
+    less than ``RETRY_TAKEOVER_SECONDS`` before ``now``: the task's retry is coming and takes the
+    attempt's job over, so its closed token does not make the job a cancelled task's."""
+    end = attempt_end(stepfunctions, execution_arn, task_token)
+    if end is None or end.get("type") != "TaskFailed":
+        return False
+    error = (end.get("taskFailedEventDetails") or {}).get("error")
+    if error not in RETRIED_ERRORS:
+        return False
+    failed_at = end.get("timestamp")
+    if not isinstance(failed_at, datetime):
+        return False
+    return bool(now - failed_at.timestamp() < lifecycle.RETRY_TAKEOVER_SECONDS)
+
+
+def attempt_end(stepfunctions: Any, execution_arn: str, task_token: str) -> dict[str, Any] | None:
+    """The history event that closed the task attempt given ``task_token`` (one of
+    ``TASK_ENDS``), or None."""
     events: dict[int, dict[str, Any]] = {}
     scheduled: int | None = None
     pages = stepfunctions.get_paginator("get_execution_history").paginate(
@@ -56,9 +89,8 @@ def kept_success(stepfunctions: Any, execution_arn: str, task_token: str) -> boo
     if scheduled is None:
         return None
     for event in events.values():
-        kept = TASK_ENDS.get(str(event.get("type")))
-        if kept is not None and _scheduled_by(events, event) == scheduled:
-            return kept
+        if event.get("type") in TASK_ENDS and _scheduled_by(events, event) == scheduled:
+            return event
     return None
 
 
@@ -74,4 +106,4 @@ def _scheduled_by(events: dict[int, dict[str, Any]], event: dict[str, Any]) -> i
     return None
 
 
-__all__ = ["TASK_ENDS", "kept_success"]
+__all__ = ["RETRIED_ERRORS", "TASK_ENDS", "attempt_end", "kept_success", "retry_pending"]
