@@ -167,7 +167,7 @@ def serve(
             ours, theirs = context.Pipe(duplex=True)
             process = context.Process(
                 target=worker_entry,
-                args=(index, host, make_batches, theirs, listener, idle_timeout),
+                args=(index, host, make_batches, theirs, listener, idle_timeout, os.getpid()),
                 name=f"data-worker-{index}",
                 daemon=True,
             )
