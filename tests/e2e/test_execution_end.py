@@ -13,9 +13,7 @@ until something stops it, as a real one would).
 
 from __future__ import annotations
 
-import inspect
 import json
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,9 +32,10 @@ from hetero_constructs.local import LocalCloud
 from hetero_constructs.run import lifecycle
 from tests.fixtures.construct_specs import spec
 from tests.fixtures.harness import Harness, reconcile_passes, record_calls
+from tests.fixtures.timeouts import Timeouts
 
 #: The timed state machine's timeout. It elapses when the test says so, once the job runs
-#: (``timeouts_on_demand``): no speed of the machine is assumed.
+#: (the ``timeouts`` fixture): no speed of the machine is assumed.
 TIMEOUT_SECONDS = 3600
 #: The token-timeout task's max_run (the parameter's default, which the local cloud deploys) and
 #: margin: its wait times out after their sum, 4 s (neither alone, nor "13", the two as text).
@@ -102,51 +101,6 @@ def ending(tmp_path_factory: pytest.TempPathFactory) -> Path:
     EndingStack(app, "Ending")
     app.synth()
     return outdir / "Ending.template.json"
-
-
-class Timeouts:
-    """Executions' ``TimeoutSeconds``, elapsing on demand: ``elapse()`` times out every running
-    execution that has one, as the service does when its time is up."""
-
-    def __init__(self) -> None:
-        self.elapsed = threading.Event()
-
-    def elapse(self) -> None:
-        self.elapsed.set()
-
-    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        from moto.stepfunctions.parser.asl.component.eval_component import EvalComponent
-        from moto.stepfunctions.parser.asl.component.program import program
-        from moto.stepfunctions.parser.utils import TMP_THREADS
-
-        original = program.Program.eval
-        elapsed = self.elapsed
-
-        def evaluate(machine: Any, env: Any) -> None:
-            """moto's ``Program.eval``, its wall-clock join replaced by the test's word."""
-            if machine.timeout_seconds is None:
-                original(machine, env)
-                return
-            env.next_state_name = machine.start_at.start_at_name
-            body = threading.Thread(target=EvalComponent.eval, args=(machine, env), daemon=True)
-            TMP_THREADS.append(body)
-            body.start()
-            while body.is_alive() and not elapsed.wait(0.02):
-                pass
-            if body.is_alive():
-                env.set_timed_out()
-
-        # What the replacement reads of moto's program (checked: it reaches into moto).
-        parameters = inspect.signature(program.Program.__init__).parameters
-        assert {"start_at", "timeout_seconds"} <= set(parameters), parameters
-        monkeypatch.setattr(program.Program, "eval", evaluate)
-
-
-@pytest.fixture
-def timeouts(monkeypatch: pytest.MonkeyPatch) -> Timeouts:
-    clock = Timeouts()
-    clock.install(monkeypatch)
-    return clock
 
 
 @pytest.fixture
