@@ -83,6 +83,32 @@ def open_connection(
             delay = min(delay * 2, 2.0)
 
 
+def goodbye_unconnected(
+    host: str,
+    address: tuple[str, int],
+    secret: bytes,
+    attach: dict[str, Any],
+    timeouts: tuple[float, float],
+    abort_reason: str | None,
+) -> None:
+    """Tell ``host`` that this rank is done (or failed) although it never asked for a batch:
+    a rank with no epochs left still counts among the ranks the data host waits for."""
+    sock, _ = open_connection(host, address, secret, {**attach, "worker": 0}, *timeouts)
+    try:
+        if abort_reason is None:
+            send_frame(sock, BYE, {})
+        else:
+            send_frame(sock, ABORT, {"reason": abort_reason[:2000]})
+        sock.shutdown(socket.SHUT_WR)
+        # Wait (briefly) for the worker to close: it has then read the goodbye.
+        sock.settimeout(2.0)
+        with contextlib.suppress(OSError):
+            while sock.recv(4096):
+                pass
+    finally:
+        sock.close()
+
+
 class Producer:
     """A connection to worker ``worker`` of ``host``; ``index`` orders it among all producers."""
 
@@ -126,7 +152,7 @@ class Producer:
         self.epoch = shard.epoch
         self.unreturned = 0
         meta = {"epoch": shard.epoch, "index": shard.index, "count": shard.count}
-        self.send(START, {**meta, "seed": shard.seed, "credits": credits})
+        self.send(START, {**meta, "seed": shard.seed, "credits": credits, "start": shard.start})
 
     def consumed(self, step: int) -> None:
         """One batch is in the training loop's hands: return credits ``step`` at a time."""
@@ -138,13 +164,17 @@ class Producer:
     def ping(self) -> None:
         self.send(PING, {})
 
-    def finish(self, abort_reason: str | None = None) -> None:
-        """Say goodbye (or abort), half-close, and let the reader drain to the peer's close."""
+    def finish(self, abort_reason: str | None = None, leave: bool = False) -> None:
+        """Say goodbye (or abort), half-close, and let the reader drain to the peer's close.
+
+        ``leave``: only this connection ends (a DataLoader worker's part of the rank), not the
+        rank: the data host does not count the rank as done.
+        """
         if self.closing:
             return
         self.closing = True
         if abort_reason is None:
-            self.send(BYE, {})
+            self.send(BYE, {"leave": True} if leave else {})
         else:
             self.send(ABORT, {"reason": abort_reason[:2000]})
         with contextlib.suppress(OSError):
@@ -213,4 +243,4 @@ class Producer:
             self.items.put((self, "lost", -1, error, 0, 0))
 
 
-__all__ = ["Producer", "open_connection"]
+__all__ = ["Producer", "goodbye_unconnected", "open_connection"]
