@@ -21,6 +21,7 @@ from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.cli.simulation import parse_outcomes
 from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.runs.clients import RunClients
@@ -51,7 +52,10 @@ def run_local(
     execution_input = read_input(input_text)
     parsed = parse_outcomes(outcomes)
     with LocalCloud(region) as cloud:
-        cloud.deploy(template)
+        try:
+            cloud.deploy(template)
+        except AssetError as error:
+            raise CliError(str(error), "AssetError") from None
         for note in cloud.notes:
             out.note(note)
         try:
