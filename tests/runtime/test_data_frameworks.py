@@ -93,13 +93,36 @@ def test_ordered_data_loader_workers_keep_one_order(cluster: Cluster) -> None:
     assert orders[0] == orders[1]
 
 
+def test_the_rank_says_goodbye_when_its_loader_workers_end_the_last_epoch(
+    cluster: Cluster,
+) -> None:
+    """epochs=2 without close() or with: the loader workers' last epoch ends the rank."""
+    pytest.importorskip("torch")
+    host = cluster.start(ids_batches(60), workers=2)
+    body = """
+import torch
+loader = torch.utils.data.DataLoader(remote.torch_dataset(), batch_size=None, num_workers=2)
+for epoch in range(2):
+    ids = [int(i) for b in loader for i in b["ids"]]
+say({"ended": sorted(ids) == list(range(60))})
+sys.stdin.read()  # the process lives on: no exit goodbye
+"""
+    trainer = start_trainer(cluster, body, rank=0, world_size=1, epochs=2)
+    try:
+        assert trainer.wait_for("ended", 120)["ended"]
+        assert host.wait(5 + 20) == ("ok", "")
+        assert trainer.process.poll() is None
+    finally:
+        trainer.kill()
+
+
 TF_AVAILABLE = importlib.util.find_spec("tensorflow") is not None
 
 
 @pytest.mark.skipif(
     not TF_AVAILABLE,
-    reason="TensorFlow is not installed here (.ci/run tests it in a venv of its own: "
-    "requirements/tensorflow.txt)",
+    reason="TensorFlow is not installed here; the test extra brings tensorflow-cpu: "
+    "pip install -c requirements/lock.txt -e '.[test]'",
 )
 def test_tf_dataset_gives_tensorflow_every_batch(cluster: Cluster) -> None:
     cluster.start(ids_batches(60), workers=2)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import threading
 import time
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..environment import TrainingEnvironment
 from .arrays import ARRAY_TYPES, optional_module
 from .auth import job_secret
-from .connection import Producer, goodbye_unconnected, open_connection
+from .connection import Link, Producer, open_connection
 from .errors import DataHostLost, DataPlaneError
 from .resume import Position, build_state, check_producers, read_state
 from .stats import DataStats
@@ -34,50 +33,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 HOST_LOSS = ("raise", "continue")
-
-
-class _Link:
-    """What ending a rank needs, apart from its ``RemoteBatches`` (which a finalizer must not
-    hold): the connections, the heartbeat thread's stop, and how to say goodbye unconnected."""
-
-    def __init__(self, rank: RemoteBatches) -> None:
-        self.producers: list[Producer] = []
-        self.stopping = threading.Event()
-        self.closed = False
-        self.leave = False  # a DataLoader worker's part: its end does not end the rank
-        self.unreachable = False  # connecting failed: nothing to say goodbye to
-        self.pid = os.getpid()
-        self.hosts = [(host, endpoint(host, rank.port, rank.addresses)) for host in rank.hosts]
-        self.secret = rank.secret
-        self.attach = {"rank": rank.rank, "world_size": rank.world_size}
-        self.timeouts = (rank.connect_timeout, min(30.0, rank.idle_timeout))
-        self.where = f"rank {rank.rank} of {rank.world_size}"
-
-    def heartbeats(self, interval: float) -> None:
-        while not self.stopping.wait(interval):
-            for producer in self.producers:
-                producer.ping()
-
-    def end(self, abort_reason: str | None) -> None:
-        """Say goodbye (or abort) on every connection; once, and only in the process that
-        made them (a forked DataLoader worker's copy says nothing)."""
-        if self.closed or os.getpid() != self.pid:
-            return
-        self.closed = True
-        self.stopping.set()
-        if not self.producers and not self.leave and not self.unreachable:
-            for host, address in self.hosts:
-                try:
-                    goodbye_unconnected(
-                        host, address, self.secret, self.attach, self.timeouts, abort_reason
-                    )
-                except (DataPlaneError, OSError) as error:
-                    log.warning("%s could not say goodbye to %s: %s", self.where, host, error)
-        for producer in self.producers:
-            producer.finish(abort_reason, leave=self.leave)
-        deadline = time.monotonic() + 2.0
-        for producer in self.producers:
-            producer.join(max(0.0, deadline - time.monotonic()))
 
 
 class RemoteBatches:
@@ -171,7 +126,7 @@ class RemoteBatches:
         self._resume: Position | None = None  # from load_state_dict(), for the next epoch
         self._resume_producers: int | None = None
         self._loader_epochs: Any = None  # set by torch_dataset(): epochs DataLoader workers began
-        self._link = _Link(self)
+        self._link = Link(self)
         # Goodbye when this object is collected or the interpreter exits, whichever is first.
         self._finalizer = weakref.finalize(self, self._link.end, None)
 
@@ -476,33 +431,6 @@ class RemoteBatches:
     def _connect_once(self) -> None:
         if not self.producers:
             self._connect()
-
-    def _loader_recipe(self) -> dict[str, Any]:
-        """What a DataLoader worker needs to open its part of this rank (picklable)."""
-        kwargs = {
-            "hosts": self.hosts,
-            "port": self.port,
-            "addresses": {host: f"{a}:{p}" for host, (a, p) in self.addresses.items()},
-            "rank": self.rank,
-            "world_size": self.world_size,
-            "ordered": self.ordered,
-            "prefetch": self.prefetch,
-            "seed": self.seed,
-            "on_host_loss": self.on_host_loss,
-            "idle_timeout": self.idle_timeout,
-            "connect_timeout": self.connect_timeout,
-            "secret": self.secret,
-            "array_type": self.array_type,
-            "max_batch_bytes": self.max_batch_bytes,
-        }
-        targets = [(p.host, p.worker, p.index) for p in self.producers]
-        return {
-            "cls": type(self),
-            "kwargs": kwargs,
-            "targets": targets,
-            "producers": self._producer_count,
-            "resume": self._resume,
-        }
 
     def _become_part(
         self, targets: list[Target], producers: int, epoch: int, resume: Position | None

@@ -9,16 +9,19 @@ so the queue this thread fills is bounded by construction.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .arrays import PayloadBuffer
 from .auth import client_handshake
 from .errors import AuthenticationError, DataHostLost, DataPlaneError, ProtocolError
-from .topology import Shard
+from .topology import Shard, endpoint
 from .wire import (
     ABORT,
     ATTACH,
@@ -42,6 +45,7 @@ from .wire import (
 if TYPE_CHECKING:
     # What the reading thread queues: (producer, kind, epoch, batch or error, samples, bytes).
     Item = tuple["Producer", str, int, Any, int, int]
+log = logging.getLogger(__name__)
 RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.gaierror, TimeoutError, OSError)
 
 
@@ -243,4 +247,58 @@ class Producer:
             self.items.put((self, "lost", -1, error, 0, 0))
 
 
-__all__ = ["Producer", "goodbye_unconnected", "open_connection"]
+class Link:
+    """What ending a rank needs, apart from its ``RemoteBatches`` (which a finalizer must not
+    hold): the connections, the heartbeat thread's stop, and how to say goodbye unconnected."""
+
+    def __init__(self, rank: Any) -> None:  # a RemoteBatches
+        self.producers: list[Producer] = []
+        self.stopping = threading.Event()
+        self.closed = False
+        self.leave = False  # a DataLoader worker's part: its end does not end the rank
+        self.done_when: Callable[[], bool] | None = None
+        self.unreachable = False  # connecting failed: nothing to say goodbye to
+        self.pid = os.getpid()
+        self.hosts = [(host, endpoint(host, rank.port, rank.addresses)) for host in rank.hosts]
+        self.secret = rank.secret
+        self.attach = {"rank": rank.rank, "world_size": rank.world_size}
+        self.timeouts = (rank.connect_timeout, min(30.0, rank.idle_timeout))
+        self.where = f"rank {rank.rank} of {rank.world_size}"
+
+    def heartbeats(self, interval: float) -> None:
+        """Ping every ``interval`` s; end the rank once ``done_when()`` says its epochs are over
+        (DataLoader workers iterate them, out of this process's sight)."""
+        pinged = time.monotonic()
+        while not self.stopping.wait(min(interval, 0.2)):
+            if self.done_when is not None and self.done_when():
+                log.info("%s: the DataLoader workers finished every epoch", self.where)
+                self.end(None)
+                return
+            if time.monotonic() - pinged >= interval:
+                pinged = time.monotonic()
+                for producer in self.producers:
+                    producer.ping()
+
+    def end(self, abort_reason: str | None) -> None:
+        """Say goodbye (or abort) on every connection; once, and only in the process that
+        made them (a forked DataLoader worker's copy says nothing)."""
+        if self.closed or os.getpid() != self.pid:
+            return
+        self.closed = True
+        self.stopping.set()
+        if not self.producers and not self.leave and not self.unreachable:
+            for host, address in self.hosts:
+                try:
+                    goodbye_unconnected(
+                        host, address, self.secret, self.attach, self.timeouts, abort_reason
+                    )
+                except (DataPlaneError, OSError) as error:
+                    log.warning("%s could not say goodbye to %s: %s", self.where, host, error)
+        for producer in self.producers:
+            producer.finish(abort_reason, leave=self.leave)
+        deadline = time.monotonic() + 2.0
+        for producer in self.producers:
+            producer.join(max(0.0, deadline - time.monotonic()))
+
+
+__all__ = ["Link", "Producer", "goodbye_unconnected", "open_connection"]

@@ -15,20 +15,17 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .arrays import optional_module
 from .errors import DataPlaneError
-
-if TYPE_CHECKING:
-    from .client import RemoteBatches
 
 MAX_LOADER_WORKERS = 1024
 _dataset_class: Any = None
 _dataset_class_lock = threading.Lock()
 
 
-def torch_dataset(remote: RemoteBatches) -> Any:
+def torch_dataset(remote: Any) -> Any:
     """See :meth:`RemoteBatches.torch_dataset`."""
     if optional_module("torch.utils.data") is None:
         raise DataPlaneError("torch_dataset() needs torch on the trainer")
@@ -56,16 +53,25 @@ def _make_dataset_class() -> Any:
         class RemoteIterableDataset(data.IterableDataset):  # type: ignore[misc, name-defined]
             """This rank's batches, one epoch per iteration (see the module docstring)."""
 
-            remote: RemoteBatches | None
+            remote: Any | None
 
-            def setup(self, remote: RemoteBatches) -> None:
+            def setup(self, remote: Any) -> None:
                 self.remote = remote
-                self.recipe = remote._loader_recipe()
+                self.recipe = loader_recipe(remote)
                 # Epochs each loader worker began: shared, so loader workers made anew each
                 # epoch (persistent_workers=False) still count on.
                 self.begun = multiprocessing.RawArray("q", MAX_LOADER_WORKERS)
+                self.finished = multiprocessing.RawArray("q", MAX_LOADER_WORKERS)
+                self.workers = multiprocessing.RawValue("q", 0)
                 self.first_epoch = remote.next_epoch
                 remote._loader_epochs = self.begun
+                if remote.epochs is not None:  # the rank ends when its loader workers are done
+                    left = remote.epochs - remote._epochs_begun
+                    finished, workers = self.finished, self.workers
+                    remote._link.done_when = lambda: (
+                        bool(workers.value)
+                        and all(finished[w] >= left for w in range(workers.value))
+                    )
 
             def __getstate__(self) -> dict[str, Any]:
                 state = dict(self.__dict__)
@@ -84,7 +90,8 @@ def _make_dataset_class() -> Any:
                     )
                 epoch = self.first_epoch + self.begun[info.id]
                 self.begun[info.id] += 1
-                return _part_epoch(self.recipe, info.id, info.num_workers, epoch)
+                self.workers.value = info.num_workers
+                return _part_epoch(self.recipe, info.id, info.num_workers, epoch, self.finished)
 
         RemoteIterableDataset.__module__ = __name__
         RemoteIterableDataset.__qualname__ = "RemoteIterableDataset"
@@ -98,24 +105,54 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _part_epoch(recipe: dict[str, Any], worker: int, workers: int, epoch: int) -> Iterator[Any]:
+def loader_recipe(self: Any) -> dict[str, Any]:
+    """What a DataLoader worker needs to open its part of this rank (picklable)."""
+    kwargs = {
+        "hosts": self.hosts,
+        "port": self.port,
+        "addresses": {host: f"{a}:{p}" for host, (a, p) in self.addresses.items()},
+        "rank": self.rank,
+        "world_size": self.world_size,
+        "ordered": self.ordered,
+        "prefetch": self.prefetch,
+        "seed": self.seed,
+        "on_host_loss": self.on_host_loss,
+        "idle_timeout": self.idle_timeout,
+        "connect_timeout": self.connect_timeout,
+        "secret": self.secret,
+        "array_type": self.array_type,
+        "max_batch_bytes": self.max_batch_bytes,
+    }
+    targets = [(p.host, p.worker, p.index) for p in self.producers]
+    return {
+        "cls": type(self),
+        "kwargs": kwargs,
+        "targets": targets,
+        "producers": self._producer_count,
+        "resume": self._resume,
+    }
+
+
+def _part_epoch(
+    recipe: dict[str, Any], worker: int, workers: int, epoch: int, finished: Any
+) -> Iterator[Any]:
     """Loader worker ``worker`` of ``workers``: one epoch of its share of the producers."""
     targets = [target for target in recipe["targets"] if target[2] % workers == worker]
-    if not targets:
-        return
-    part = recipe["cls"](**recipe["kwargs"])
-    resume = recipe["resume"] if recipe["resume"] and recipe["resume"].epoch == epoch else None
-    part._become_part(targets, recipe["producers"], epoch, resume)
-    try:
-        yield from part
-    finally:
-        part.close()  # this part's connections only: the rank goes on
+    if targets:
+        part = recipe["cls"](**recipe["kwargs"])
+        resume = recipe["resume"] if recipe["resume"] and recipe["resume"].epoch == epoch else None
+        part._become_part(targets, recipe["producers"], epoch, resume)
+        try:
+            yield from part
+        finally:
+            part.close()  # this part's connections only: the rank goes on
+    finished[worker] += 1
 
 
 # -- TensorFlow ----------------------------------------------------------------------------
 
 
-def tf_dataset(remote: RemoteBatches, signature: Any = None) -> Any:
+def tf_dataset(remote: Any, signature: Any = None) -> Any:
     """See :meth:`RemoteBatches.tf_dataset`."""
     tf = optional_module("tensorflow")
     if tf is None:
