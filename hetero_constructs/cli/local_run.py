@@ -24,6 +24,7 @@ from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
+from hetero_constructs.local.uploads import Upload
 from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.training_run import check_run_input
 from hetero_constructs.runs.watch import RunWatch
@@ -39,6 +40,7 @@ def run_local(
     follow: bool | None,
     state_machine: str | None,
     outcomes: Sequence[str],
+    uploads: Sequence[str] = (),
     expect: str,
     reconcile_every: float | None,
     timeout: float,
@@ -51,6 +53,10 @@ def run_local(
         raise CliError(problem)
     execution_input = read_input(input_text)
     parsed = parse_outcomes(outcomes)
+    try:
+        files = [Upload.parse(text) for text in uploads]
+    except ValueError as error:
+        raise CliError(f"--upload {error}") from None
     with LocalCloud(region) as cloud:
         try:
             cloud.deploy(template)
@@ -58,6 +64,12 @@ def run_local(
             raise CliError(str(error), "AssetError") from None
         for note in cloud.notes:
             out.note(note)
+        for upload in files:
+            written = upload.put(cloud.region)
+            out.note(
+                f"--upload {upload.source}: {len(written)} object(s) under "
+                f"s3://{upload.bucket}/{upload.key}"
+            )
         try:
             arn = cloud.state_machine(state_machine)
         except LookupError as error:

@@ -24,7 +24,15 @@ from hetero_constructs.runs.metrics import MetricSeries
 from hetero_constructs.runtime.metrics import START_LINE
 from tests.fixtures.example_app import Synthesized
 
-BUILTIN = {"data:samples_per_second", "gpu:samples_per_second", "gpu:data_wait_fraction"}
+BUILTIN = {
+    "data:samples_per_second",
+    "data:producing_fraction",
+    "data:credit_wait_fraction",
+    "data:send_blocked_fraction",
+    "gpu:samples_per_second",
+    "gpu:data_wait_fraction",
+}
+SCRIPT = {"train_loss", "train_accuracy"}  # the example script's own (app.py: script_metrics)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +55,8 @@ def test_the_request_defines_the_builtin_metrics_after_the_specs(
     _, result = run
     (request,) = result.submitted_requests
     definitions = request["AlgorithmSpecification"]["MetricDefinitions"]
-    assert {d["Name"] for d in definitions} == BUILTIN
+    assert [d["Name"] for d in definitions][: len(SCRIPT)] == ["train_loss", "train_accuracy"]
+    assert {d["Name"] for d in definitions} == SCRIPT | BUILTIN
 
 
 def test_the_task_output_carries_the_final_value_of_each_metric(
@@ -56,7 +65,7 @@ def test_the_task_output_carries_the_final_value_of_each_metric(
     _, result = run
     assert result.status == "SUCCEEDED"
     final = {m["MetricName"]: m["Value"] for m in result.output["FinalMetricDataList"]}
-    assert set(final) == BUILTIN
+    assert set(final) == BUILTIN  # the simulated hosts write no line of the script's own
     assert 0 <= final["gpu:data_wait_fraction"] < 0.1  # the data hosts warmed up
     assert final["gpu:samples_per_second"] > 0
     assert all(isinstance(m["Timestamp"], str) for m in result.output["FinalMetricDataList"])
@@ -70,8 +79,10 @@ def test_metrics_prints_each_metric_over_time_ending_at_its_final_value(
     assert code == 0
     (job,) = json.loads(text)["jobs"]
     series = {item["name"]: item for item in job["metrics"]}
-    assert set(series) == BUILTIN
-    for item in series.values():
+    assert set(series) == SCRIPT | BUILTIN
+    for name in SCRIPT:  # the simulated hosts write no line of the script's own
+        assert series[name]["points"] == [] and series[name]["final"] is None
+    for item in (series[name] for name in BUILTIN):
         assert len(item["points"]) > 10
         # A minute's value is the average over the group's hosts; the final one is the last
         # host's line.
@@ -82,7 +93,14 @@ def test_metrics_prints_each_metric_over_time_ending_at_its_final_value(
 
     code, text = _cli("metrics", result.execution_arn, "--json", "--group", "data")
     (job,) = json.loads(text)["jobs"]
-    assert [item["name"] for item in job["metrics"]] == ["data:samples_per_second"]
+    assert [item["name"] for item in job["metrics"]] == [
+        "train_loss",  # the script's own have no group in their names
+        "train_accuracy",
+        "data:samples_per_second",
+        "data:producing_fraction",
+        "data:credit_wait_fraction",
+        "data:send_blocked_fraction",
+    ]
 
     code, text = _cli("metrics", result.execution_arn)
     assert code == 0
@@ -176,5 +194,8 @@ def test_the_python_run_api_reads_the_same_metrics(run: tuple[LocalCloud, Any]) 
 
     _, result = run
     (series,) = TrainingRun.attach(result.execution_arn).metrics(group="gpu").values()
-    assert {item.name for item in series} == {"gpu:samples_per_second", "gpu:data_wait_fraction"}
-    assert all(len(item.points) > 10 and item.final is not None for item in series)
+    gpu = {"gpu:samples_per_second", "gpu:data_wait_fraction"}
+    assert {item.name for item in series} == gpu | SCRIPT  # SCRIPT: no group in their names
+    assert all(
+        len(item.points) > 10 and item.final is not None for item in series if item.name in gpu
+    )

@@ -20,7 +20,7 @@ from ..environment import TrainingEnvironment
 from .arrays import ARRAY_TYPES, optional_module
 from .auth import job_secret
 from .connection import Link, Producer, open_connection
-from .errors import DataHostLost, DataPlaneError
+from .errors import BatchRefused, DataHostLost, DataPlaneError
 from .resume import Position, build_state, check_producers, read_state
 from .stats import DataStats
 from .topology import DEFAULT_PORT, Shard, endpoint, parse_addresses, trainer_rank
@@ -290,8 +290,10 @@ class RemoteBatches:
         finally:
             self._stats[3] += time.monotonic() - started
 
-    def _host_lost(self, error: DataHostLost, remaining: list[Producer]) -> list[Producer]:
-        if self.on_host_loss == "raise":
+    def _host_lost(
+        self, error: DataHostLost | BatchRefused, remaining: list[Producer]
+    ) -> list[Producer]:
+        if self.on_host_loss == "raise" or isinstance(error, BatchRefused):
             self.abort(str(error))
             raise error
         log.warning("continuing without %s", error)
