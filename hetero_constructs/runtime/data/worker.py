@@ -204,12 +204,12 @@ class Worker:
         try:
             batch = next(peer.batches)
         except StopIteration:
+            self.seconds["produce"] += time.monotonic() - started
             peer.batches = None
             self._send(peer, END, {"epoch": peer.epoch, "batches": peer.sent})
             return
-        finally:
-            self.seconds["produce"] += time.monotonic() - started
         meta, pieces, size, samples = describe(batch)
+        self.seconds["produce"] += time.monotonic() - started
         if size > peer.max_batch_bytes:
             raise BatchRefused(
                 f"a batch of {size} bytes is over the max_batch_bytes of rank {peer.rank} "
