@@ -103,7 +103,7 @@ def ending(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def harness(ending: Path) -> Iterator[Harness]:
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(ending)
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, "", events.environment["TOKEN_TABLE"], events.name)
