@@ -18,6 +18,8 @@ import csv
 import json
 import os
 import random
+import re
+import runpy
 import shutil
 import signal
 import socket
@@ -31,6 +33,7 @@ import pytest
 
 import hetero_constructs.runtime as runtime_package
 from hetero_constructs.runtime import Role, TrainingEnvironment
+from hetero_constructs.runtime.metrics import DATA_WAIT_FRACTION, SAMPLES_PER_SECOND, metric_regex
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "hetero_training"
@@ -291,6 +294,22 @@ def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
     assert metrics["samples_seen"] == EPOCHS * total_rows
     assert metrics["train_accuracy"] > 0.8, metrics
 
+    # Every metric definition of the job reads lines the hosts really wrote: the script's own
+    # (their last values are the model's), and each group's throughput and data wait.
+    logs = {host: job.logs[host].read_text() for host in job.processes}
+    script = runpy.run_path(str(EXAMPLE / "train.py"), run_name="example_train")
+    own = {name: re.compile(regex) for name, regex in script["METRIC_DEFINITIONS"].items()}
+    values = {
+        name: [m.group(1) for m in regex.finditer(logs[master])] for name, regex in own.items()
+    }
+    assert all(len(found) == EPOCHS for found in values.values()), values
+    assert float(values["train_accuracy"][-1]) == round(metrics["train_accuracy"], 4), values
+    for group, hosts in (("data", job.data_hosts), ("gpu", job.trainer_hosts)):
+        numbers = [SAMPLES_PER_SECOND] + ([DATA_WAIT_FRACTION] if group == "gpu" else [])
+        for number in numbers:
+            regex = re.compile(metric_regex(group, number))
+            assert all(regex.search(logs[host]) for host in hosts), (group, number)
+
     state = torch.load(tmp_path / "hosts" / master / "model" / "model.pt", weights_only=True)
     assert state["state_dict"]["weight"].shape == (1, 4)
     assert len(state["feature_mean"]) == 4
@@ -336,3 +355,12 @@ def test_trainers_fail_naming_the_data_host_that_crashed(tmp_path: Path) -> None
     assert f"DataHostLost: data host {victim}" in logs, job.report()
     # The trainers aborted, so the other data host stopped at once (not after idle_timeout).
     assert codes[survivor] == 1 and "aborted" in job.logs[survivor].read_text(), job.report()
+
+
+def test_the_example_dataset_is_what_its_script_writes(tmp_path: Path) -> None:
+    """`make synth` uploads examples/datasets/train: the committed file is the script's output."""
+    script = ROOT / "examples" / "datasets" / "make_train.py"
+    subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, timeout=60)
+    committed = ROOT / "examples" / "datasets" / "train" / "part-0.csv"
+    assert (tmp_path / "part-0.csv").read_bytes() == committed.read_bytes()
+    assert sorted(p.name for p in committed.parent.iterdir()) == ["part-0.csv"]

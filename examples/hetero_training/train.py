@@ -13,6 +13,12 @@ tells each host what it is for:
   ``DistributedDataParallel``, and on rank 0 write the model and ``metrics.json`` to
   ``SM_MODEL_DIR``.
 
+The lines the job's metric definitions read: every host's ``[hetero-train]`` start line and
+its group's ``samples_per_second`` (trainers: and ``data_wait_fraction``) lines, from the
+runtime helper's ``MetricsReporter`` (the data hosts: one per batch stream they served; the
+trainers: one per epoch), and rank 0's ``epoch=N train_loss=L train_accuracy=A`` after each
+epoch (the loss and accuracy of every rank's batches in that epoch, before each step).
+
 Hyperparameters (all optional): ``epochs``, ``batch_size``, ``lr``, ``seed``, ``noise``
 (standard deviation of the Gaussian noise the data hosts add to each feature, the
 "augmentation"), ``num_samples`` (size of the synthetic dataset used when the channel holds no
@@ -46,6 +52,13 @@ except ImportError:
     from hetero_constructs.runtime import data
 
 log = logging.getLogger("hetero_training")
+
+#: The script's own metrics, read from the line rank 0 writes after each epoch
+#: (``epoch=N train_loss=L train_accuracy=A``): the app's ``metric_definitions``.
+METRIC_DEFINITIONS = {
+    "train_loss": r"epoch=[0-9]+ train_loss=([0-9]+\.[0-9]+)",
+    "train_accuracy": r"epoch=[0-9]+ train_loss=\S+ train_accuracy=([0-9]+\.[0-9]+)",
+}
 
 
 @dataclass(frozen=True)
@@ -158,10 +171,22 @@ def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                 "stats": stats,
             }
 
+    runtime.MetricsReporter.for_environment(env)  # this host's start line
+
+    def reported(shard: data.Shard) -> Iterator[dict[str, Any]]:
+        # In the worker process: this stream's rate, written when the trainer has taken it all.
+        reporter = runtime.MetricsReporter.for_environment(env, announce=False)
+        try:
+            for batch in make_batches(shard):
+                yield batch
+                reporter.record(samples=len(batch["ids"]))
+        finally:
+            reporter.close()
+
     log.info("serving %d rows with %d workers", len(scaled), settings.data_workers)
     try:
         data.serve(
-            make_batches,
+            reported,
             workers=settings.data_workers,
             port=settings.data_port,
             addresses=settings.data_host_map or None,
@@ -203,6 +228,7 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
         connect_timeout=settings.connect_timeout,
         array_type="torch",
     )
+    reporter = runtime.MetricsReporter.for_environment(env)  # this host's start line
     model: torch.nn.Module | None = None
     ddp = optimiser = None
     loss_fn = torch.nn.BCEWithLogitsLoss()
@@ -224,6 +250,8 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                 ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
                 optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
             assert ddp is not None and optimiser is not None
+            # This epoch's loss sum, right predictions and samples (before each step).
+            epoch_totals = torch.zeros(3, dtype=torch.float64)
             with Join([ddp]):
                 for batch in [first, *batches] if first is not None else []:
                     x, y = batch["x"].to(device), batch["y"].to(device)
@@ -235,10 +263,23 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                     samples_seen += len(y)
                     ids += batch["ids"].tolist()
                     stats = batch["stats"]
+                    right = int(((logits > 0).float() == y).sum().item())
+                    epoch_totals += torch.tensor([loss.item() * len(y), right, len(y)])
                     if epoch == settings.epochs - 1:
-                        correct += int(((logits > 0).float() == y).sum().item())
+                        correct += right
             ids_per_epoch.append(ids)
             log.info("rank %d epoch %d: %d samples; %s", rank, epoch, len(ids), remote.stats())
+            reporter.write_stats(remote.stats())
+            remote.reset_stats()
+            dist.all_reduce(epoch_totals)  # every rank's batches of this epoch
+            if rank == 0:
+                loss_sum, right_sum, count = epoch_totals.tolist()
+                log.info(
+                    "epoch=%d train_loss=%.4f train_accuracy=%.4f",
+                    epoch,
+                    loss_sum / max(count, 1),
+                    right_sum / max(count, 1),
+                )
     assert model is not None
 
     report = {"rank": rank, "ids": ids_per_epoch, "seen": samples_seen, "correct": correct}

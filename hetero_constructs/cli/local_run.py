@@ -21,8 +21,10 @@ from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.cli.simulation import parse_outcomes, parse_simulate
 from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
+from hetero_constructs.local.uploads import Upload
 from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.training_run import check_run_input
 from hetero_constructs.runs.watch import RunWatch
@@ -38,6 +40,7 @@ def run_local(
     follow: bool | None,
     state_machine: str | None,
     outcomes: Sequence[str],
+    uploads: Sequence[str] = (),
     expect: str,
     simulate: str | None = None,
     python: str | None = None,
@@ -52,10 +55,23 @@ def run_local(
         raise CliError(problem)
     execution_input = read_input(input_text)
     parsed = parse_outcomes(outcomes)
+    try:
+        files = [Upload.parse(text) for text in uploads]
+    except ValueError as error:
+        raise CliError(f"--upload {error}") from None
     with LocalCloud(region, simulate=parse_simulate(simulate), python=python) as cloud:
-        cloud.deploy(template)
+        try:
+            cloud.deploy(template)
+        except AssetError as error:
+            raise CliError(str(error), "AssetError") from None
         for note in cloud.notes:
             out.note(note)
+        for upload in files:
+            written = upload.put(cloud.region)
+            out.note(
+                f"--upload {upload.source}: {len(written)} object(s) under "
+                f"s3://{upload.bucket}/{upload.key}"
+            )
         try:
             arn = cloud.state_machine(state_machine)
         except LookupError as error:

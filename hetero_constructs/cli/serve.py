@@ -58,6 +58,7 @@ def serve(
     http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM."""
     try:
         from hetero_constructs.local.account import LocalAccount
+        from hetero_constructs.local.deploy.assets import AssetError
         from hetero_constructs.local.run import template_problem
     except ImportError as error:  # moto comes with the local extra
         raise CliError(
@@ -83,6 +84,8 @@ def serve(
     )
     try:
         account.__enter__()
+    except AssetError as error:
+        raise CliError(str(error), "AssetError") from None
     except OSError as error:  # the port is taken
         raise CliError(
             f"The local account cannot listen on 127.0.0.1:{port} ({error}). Fix: pass another "

@@ -28,8 +28,9 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, environment, outcome, token_store
+from hetero_constructs.handlers import control, environment, outcome, task_history, token_store
 from hetero_constructs.run import lifecycle
+from hetero_constructs.run.training_job import describe_training_job as _describe
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,15 +42,6 @@ MAX_KEY = 2048
 CREATION_GRACE_SECONDS = 15 * 60
 # An item that does not parse is kept this long after it is reported (for a look at it).
 QUARANTINE_SECONDS = 14 * 24 * 3600
-
-
-def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
-    try:
-        return dict(sagemaker.describe_training_job(TrainingJobName=name))
-    except ClientError as error:
-        if outcome.error_code(error) in ("ValidationException", "ResourceNotFound"):
-            return None
-        raise
 
 
 def _stop(sagemaker: Any, name: str) -> str:
@@ -188,7 +180,14 @@ def _reconcile_one(dynamodb: Any, item: token_store.JobItem, now: float) -> str:
     )
     # A task that no longer waits (cancelled with its Parallel branch or Map iteration, or
     # timed out under a Catch) while its execution runs on: nobody will read this job.
-    cancelled = not ended and not orphaned and not outcome.heartbeat(stepfunctions, item.task_token)
+    # Unless the attempt's call to the submit Lambda failed, and its retry is still coming to
+    # take the job over (the token closed with the attempt, not with the task).
+    cancelled = (
+        not ended
+        and not orphaned
+        and not outcome.heartbeat(stepfunctions, item.task_token)
+        and not task_history.retry_pending(stepfunctions, item.execution_arn, item.task_token, now)
+    )
     if (ended or orphaned or cancelled) and not outcome.is_own_job(sagemaker, item, job):
         token_store.forget_job(dynamodb, item)  # someone else's job of this name
         return "forgotten"

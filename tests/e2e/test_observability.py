@@ -28,7 +28,15 @@ from tests.fixtures.host_jobs import create_bucket, publish_file_assets, sourced
 
 STAND_IN = Path(__file__).parents[1] / "fixtures" / "local_assets" / "observed_job"
 
-BUILTIN = {"data:samples_per_second", "gpu:samples_per_second", "gpu:data_wait_fraction"}
+BUILTIN = {
+    "data:samples_per_second",
+    "data:producing_fraction",
+    "data:credit_wait_fraction",
+    "data:send_blocked_fraction",
+    "gpu:samples_per_second",
+    "gpu:data_wait_fraction",
+}
+SCRIPT = {"train_loss", "train_accuracy"}  # the example script's own (app.py: script_metrics)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +62,8 @@ def test_the_request_defines_the_builtin_metrics_after_the_specs(
     _, result = run
     (request,) = result.submitted_requests
     definitions = request["AlgorithmSpecification"]["MetricDefinitions"]
-    assert {d["Name"] for d in definitions} == BUILTIN
+    assert [d["Name"] for d in definitions][: len(SCRIPT)] == ["train_loss", "train_accuracy"]
+    assert {d["Name"] for d in definitions} == SCRIPT | BUILTIN
 
 
 def test_the_task_output_carries_the_final_value_of_each_metric(
@@ -63,7 +72,7 @@ def test_the_task_output_carries_the_final_value_of_each_metric(
     _, result = run
     assert result.status == "SUCCEEDED"
     final = {m["MetricName"]: m["Value"] for m in result.output["FinalMetricDataList"]}
-    assert set(final) == BUILTIN
+    assert set(final) == BUILTIN  # the stand-in writes no line of the script's own
     assert final["gpu:data_wait_fraction"] == 0.05  # the last line's value
     assert final["gpu:samples_per_second"] > 0
     assert all(isinstance(m["Timestamp"], str) for m in result.output["FinalMetricDataList"])
@@ -77,8 +86,10 @@ def test_metrics_prints_each_metric_over_time_ending_at_its_final_value(
     assert code == 0
     (job,) = json.loads(text)["jobs"]
     series = {item["name"]: item for item in job["metrics"]}
-    assert set(series) == BUILTIN
-    for item in series.values():
+    assert set(series) == SCRIPT | BUILTIN
+    for name in SCRIPT:  # the stand-in writes no line of the script's own
+        assert series[name]["points"] == [] and series[name]["final"] is None
+    for item in (series[name] for name in BUILTIN):
         # A run of seconds: one point per minute, the average of the lines' values in it.
         assert item["points"] and item["final"] is not None
     waits = [p["value"] for p in series["gpu:data_wait_fraction"]["points"]]
@@ -87,7 +98,14 @@ def test_metrics_prints_each_metric_over_time_ending_at_its_final_value(
 
     code, text = _cli("metrics", result.execution_arn, "--json", "--group", "data")
     (job,) = json.loads(text)["jobs"]
-    assert [item["name"] for item in job["metrics"]] == ["data:samples_per_second"]
+    assert [item["name"] for item in job["metrics"]] == [
+        "train_loss",  # the script's own have no group in their names
+        "train_accuracy",
+        "data:samples_per_second",
+        "data:producing_fraction",
+        "data:credit_wait_fraction",
+        "data:send_blocked_fraction",
+    ]
 
     code, text = _cli("metrics", result.execution_arn)
     assert code == 0
@@ -178,5 +196,6 @@ def test_the_python_run_api_reads_the_same_metrics(run: tuple[LocalCloud, Any]) 
 
     _, result = run
     (series,) = TrainingRun.attach(result.execution_arn).metrics(group="gpu").values()
-    assert {item.name for item in series} == {"gpu:samples_per_second", "gpu:data_wait_fraction"}
-    assert all(item.points and item.final is not None for item in series)
+    gpu = {"gpu:samples_per_second", "gpu:data_wait_fraction"}
+    assert {item.name for item in series} == gpu | SCRIPT  # SCRIPT: no group in their names
+    assert all(item.points and item.final is not None for item in series if item.name in gpu)

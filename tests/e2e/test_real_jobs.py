@@ -20,7 +20,6 @@ from tests.fixtures.host_jobs import (
     alive,
     drive,
     marked_pids,
-    publish_file_assets,
     request,
     sourcedir,
     wait_until,
@@ -36,8 +35,7 @@ def cloud(stacks: Any, tmp_path: Path) -> Iterator[tuple[LocalCloud, str, Path]]
     marks = tmp_path / "marks"
     marks.mkdir()
     with LocalCloud() as local:
-        local.deploy(stacks.path("UserJob"))
-        publish_file_assets(local, stacks.path("UserJob"))
+        local.deploy(stacks.path("UserJob"))  # its code bundle published, as cdk deploy does
         s3 = local.client("s3")
         s3.create_bucket(
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": local.region}
