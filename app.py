@@ -84,7 +84,7 @@ def example_spec(data: s3.IBucket) -> TrainingSpec:
             )
         ],
         distribution=DistributedTraining.torch_distributed(instance_group=gpu_group),
-        hyperparameters={"epochs": 3, "batch_size": 64, "lr": 0.1, "idle_timeout": 60},
+        hyperparameters={"epochs": 3, "batch_size": 64, "lr": 0.5, "idle_timeout": 60},
         # Its own (loss, accuracy); the construct adds each group's throughput and data wait.
         metric_definitions=script_metrics(),
         output_path=bucket_uri(data, "training-output/"),
