@@ -54,8 +54,8 @@ def test_data_loader_workers_get_every_sample_exactly_once(
     cluster: Cluster, workers: int, persistent: bool, context: str | None
 ) -> None:
     pytest.importorskip("torch")
-    for _ in range(2):
-        cluster.start(ids_batches(240), workers=2)  # 4 producers for 3 loader workers
+    cluster.start(ids_batches(240), workers=2)
+    cluster.start(ids_batches(240), workers=3)  # 5 producers: loader workers get 2, 2, 1
     body = LOADER.format(workers=workers, persistent=persistent, context=context)
     ranks = [start_trainer(cluster, body, rank=rank, world_size=2) for rank in range(2)]
     try:
