@@ -103,6 +103,15 @@ class LocalAccount:
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
             self._server.start()
+            # A host's AWS clients reach this account, as a container's reach AWS.
+            self.cloud.training.real.environment.update(
+                {
+                    "AWS_ENDPOINT_URL": self.url,
+                    "AWS_DEFAULT_REGION": self.region,
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                }
+            )
         except BaseException:
             self.cloud.__exit__(None, None, None)
             raise

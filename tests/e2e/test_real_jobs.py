@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.local import LocalCloud
+from hetero_constructs.local.account import LocalAccount
 from tests.fixtures.host_jobs import (
     CODE_KEY,
     alive,
@@ -198,3 +199,26 @@ def test_boto3_jobs_run_at_once_and_max_runtime_stops_one(tmp_path: Path) -> Non
         sagemaker.stop_training_job(TrainingJobName="long")
         drive(local, lambda: status("long")[0] == "Stopped")
     assert not [pid for pid in marked_pids(marks) if alive(pid)]
+
+
+def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) -> None:
+    with LocalAccount([stacks.path("UserJob")], port=0) as account:
+        cloud = account.cloud
+        s3 = cloud.client("s3")
+        s3.create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
+        )
+        stepfunctions = cloud.client("stepfunctions")
+        arn = stepfunctions.start_execution(
+            stateMachineArn=cloud.state_machine(),
+            input=json.dumps(_hps(tmp_path, mode="aws")),
+        )["executionArn"]
+        wait_until(
+            lambda: stepfunctions.describe_execution(executionArn=arn)["status"] != "RUNNING",
+            120,
+            "the execution to end",
+        )
+        assert stepfunctions.describe_execution(executionArn=arn)["status"] == "SUCCEEDED"
+        (job,) = [a.name for a in cloud.training.attempts]
+        lines = _lines(cloud, job)
+        assert all(any(BUCKET in line for line in host) for host in lines.values())
