@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import multiprocessing
 import os
 import signal
@@ -277,7 +278,7 @@ def exit_after_vanish() -> float:
 # -- stragglers ----------------------------------------------------------------------------
 
 SPAWN = multiprocessing.get_context("spawn")
-STRAGGLER_BATCHES = 300  # of 1 MiB, per shard
+STRAGGLER_BATCHES = 1000  # of 1 MiB, per shard: seconds per side, to average out load
 
 
 def _rank_process(port: int, rank: int, world: int, prefetch: int, pipe: Any) -> None:
@@ -334,6 +335,46 @@ def live_ranks_rate(frozen: bool) -> float:
         if process.is_alive():
             os.kill(process.pid or 0, signal.SIGKILL)  # its workers die with it
         process.join(10)
+
+
+# -- resume --------------------------------------------------------------------------------
+
+RESUME_BATCHES, RESUME_DONE = 2000, 500
+
+
+def resumable(batch: Any, per_shard: int) -> Callable[[data.Shard], Iterator[Any]]:
+    """``per_shard`` batches, from where the shard says the rank stopped (``shard.start``)."""
+
+    def make_batches(shard: data.Shard) -> Iterator[Any]:
+        for _ in range(getattr(shard, "start", 0), per_shard):
+            yield batch
+
+    return make_batches
+
+
+def resume_seconds() -> float:
+    """Seconds from a fresh data host's start to the first batch of an epoch resumed from a
+    ``state_dict`` saved after ``RESUME_DONE`` of its ``RESUME_BATCHES`` batches, as after a
+    spot interruption (the first job's trainer aborts; new data hosts, a new trainer)."""
+    make = resumable(np.ones(1024, np.float32), RESUME_BATCHES // 2)
+    process, port = start_host(make, 2)
+    # Any: state_dict() lands with issue 32's resume (checked by the caller).
+    remote: Any = remote_for(port, idle_timeout=60.0)
+    epoch = iter(remote)
+    for _ in range(RESUME_DONE):
+        next(epoch)
+    state = json.loads(json.dumps(remote.state_dict()))  # as saved with a checkpoint
+    remote.abort("bench: the job was interrupted")
+    process.join(30)
+    started = time.perf_counter()
+    process, port = start_host(make, 2)
+    remote = remote_for(port, idle_timeout=60.0)
+    remote.load_state_dict(state)
+    next(iter(remote))
+    seconds = time.perf_counter() - started
+    remote.close()
+    process.join(30)
+    return seconds
 
 
 # -- peers ---------------------------------------------------------------------------------
@@ -448,6 +489,10 @@ def main() -> None:
             flush=True,
         )
         peer_lines.append(f"peer ratio ours/{name}: {median(peer_ratios):.2f}")
+    resumes = []
+    if hasattr(data.RemoteBatches, "state_dict"):
+        resumes = [resume_seconds() for _ in range(args.rounds)]
+        print(f"resume rounds: {rounded(resumes, 3)} s", flush=True)
     vanished = exit_after_vanish()
     loads.append(os.getloadavg()[0])
     print(f"load average during the run: {', '.join(f'{load:.1f}' for load in loads)}")
@@ -460,8 +505,11 @@ def main() -> None:
     print(f"other ranks with one frozen rank: {median(straggler):.2f} of solo")
     for line in peer_lines:
         print(line)
-    if hasattr(data.RemoteBatches, "state_dict"):
-        print("resume: first batch after restart: see bench_data_resume (not wired here yet)")
+    if resumes:
+        print(
+            f"resume: first batch after restart: {median(resumes):.2f} s (a fresh data host "
+            f"of 2 workers; {RESUME_DONE} of {RESUME_BATCHES} batches done before)"
+        )
     else:
         print("resume: first batch after restart: not measured: RemoteBatches has no state_dict")
     print(f"data hosts exit after trainers finish: {max(exits):.2f} s")

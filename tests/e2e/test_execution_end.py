@@ -105,7 +105,7 @@ def ending(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def harness(ending: Path, timeouts: Timeouts) -> Iterator[Harness]:
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(ending)
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, "", events.environment["TOKEN_TABLE"], events.name)

@@ -69,7 +69,7 @@ def _template(queue: str) -> dict[str, Any]:
 
 @pytest.fixture
 def cloud() -> Iterator[LocalCloud]:
-    with LocalCloud("us-west-2") as local:
+    with LocalCloud("us-west-2", simulate="Completed") as local:
         yield local
 
 

@@ -25,6 +25,7 @@ from tests.fixtures.data_plane import (
     ids_batches,
     sized_batches,
     slow_batches,
+    sluggish_batches,
     worker_pids,
 )
 
@@ -101,6 +102,19 @@ def test_a_rank_that_stops_reading_stalls_no_other_rank(cluster: Cluster) -> Non
         frozen.close()
 
 
+def test_a_rank_that_sends_half_a_frame_stalls_no_other_rank(cluster: Cluster) -> None:
+    # Before: the worker read each control frame to its end, waiting up to idle_timeout.
+    host = cluster.start(ids_batches(400), workers=1, idle_timeout=30.0)
+    stalled = frozen_rank(host, rank=1, world_size=2, credits=1)
+    try:
+        stalled.sendall(wire.HEADER.pack(wire.MAGIC, wire.CREDIT, 0, 0, 7, 0)[:9])
+        started = time.monotonic()
+        assert batches_of(cluster, 0, 2, idle_timeout=30.0) == 50  # 200 ids, 4 a batch
+        assert time.monotonic() - started < 15
+    finally:
+        stalled.close()
+
+
 def _stopped_trainer(addresses: dict[str, str], report: Any) -> None:
     remote = data.RemoteBatches(
         list(addresses), addresses=addresses, secret=SECRET, rank=0, world_size=2, idle_timeout=2
@@ -149,6 +163,12 @@ def test_a_stopped_rank_is_dropped_after_idle_timeout_and_told_why(cluster: Clus
         os.kill(trainer.pid or 0, signal.SIGCONT)
         trainer.kill()
         trainer.join(10)
+
+
+def test_heartbeats_do_not_wait_for_a_slow_make_batches(cluster: Cluster) -> None:
+    cluster.start(sluggish_batches, workers=1, idle_timeout=1.0)
+    with cluster.remote(rank=0, world_size=1, idle_timeout=1.0) as remote:
+        assert [int(batch[0]) for batch in remote] == [0, 1, 2]
 
 
 # -- nothing outlives its job --------------------------------------------------------------
