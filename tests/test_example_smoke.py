@@ -81,7 +81,7 @@ def host_config(host: str) -> dict[str, Any]:
     }
 
 
-def hyperparameters(data_ports: dict[str, int], epochs: int) -> dict[str, str]:
+def hyperparameters(data_ports: dict[str, int], epochs: int, **extra: Any) -> dict[str, str]:
     """hyperparameters.json as the SageMaker request carries it (JSON-encoded values)."""
     values: dict[str, Any] = {
         "sagemaker_program": "train.py",
@@ -99,6 +99,7 @@ def hyperparameters(data_ports: dict[str, int], epochs: int) -> dict[str, str]:
         "idle_timeout": IDLE,
         "connect_timeout": TIMEOUT,
         "data_host_map": {host: f"127.0.0.1:{port}" for host, port in data_ports.items()},
+        **extra,
     }
     return {key: json.dumps(value) for key, value in values.items()}
 
@@ -132,7 +133,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 class Job:
     """The simulated job's hosts as process groups, with their logs and exit times."""
 
-    def __init__(self, tmp_path: Path, epochs: int) -> None:
+    def __init__(self, tmp_path: Path, epochs: int, **extra: Any) -> None:
         pytest.importorskip("torch", reason="the example trains with PyTorch")
         import torch.distributed
 
@@ -150,7 +151,7 @@ class Job:
         self.data_hosts: list[str] = GROUPS[0]["hosts"]
         self.trainer_hosts: list[str] = GROUPS[1]["hosts"]
         self.data_ports = {host: free_port() for host in self.data_hosts}
-        self.raw_hyperparameters = json.dumps(hyperparameters(self.data_ports, epochs))
+        self.raw_hyperparameters = json.dumps(hyperparameters(self.data_ports, epochs, **extra))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
         self.envs: dict[str, TrainingEnvironment] = {}
@@ -314,6 +315,38 @@ def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
     assert state["state_dict"]["weight"].shape == (1, 4)
     assert len(state["feature_mean"]) == 4
     assert not (tmp_path / "hosts" / job.trainer_hosts[1] / "model" / "metrics.json").exists()
+
+
+def test_a_restarted_job_goes_on_from_its_checkpoints(tmp_path: Path) -> None:
+    """A job of 2 epochs, then the same job of 3 restarted on new hosts (as a retry would),
+    then once more with nothing left: each goes on from the ranks' checkpoints (model,
+    optimiser, progress and ``RemoteBatches.state_dict()``), and every host exits 0."""
+    checkpoints = tmp_path / "checkpoints"  # what SageMaker restores from the checkpoint URI
+    total_rows = sum(ROWS_PER_FILE)
+    masters = []
+    for name, epochs in (("first", 2), ("restarted", 3), ("nothing-left", 3)):
+        (tmp_path / name).mkdir()
+        job = Job(tmp_path / name, epochs, checkpoint_dir=str(checkpoints), checkpoint_every=3)
+        try:
+            job.start()
+            codes = job.wait(list(job.processes))
+        finally:
+            job.stop()
+        assert all(code == 0 for code in codes.values()), f"{name}: {codes}\n{job.report()}"
+        trainers_done = max(job.ended[host] for host in job.trainer_hosts)
+        assert all(job.ended[host] - trainers_done < 5 for host in job.data_hosts), job.ended
+        master = job.trainer_hosts[0]
+        masters.append(
+            json.loads((tmp_path / name / "hosts" / master / "model" / "metrics.json").read_text())
+        )
+        if name != "first":
+            log = job.logs[master].read_text()
+            resumed_at = 2 if name == "restarted" else 3
+            assert f"from {checkpoints / 'rank-0.pt'} at epoch {resumed_at}" in log, log[-3000:]
+    assert sorted(os.listdir(checkpoints)) == ["rank-0.pt", "rank-1.pt"]
+    for metrics, epochs in zip(masters, (2, 3, 3), strict=True):
+        assert metrics["ids_per_epoch"] == [list(range(total_rows))] * epochs
+        assert metrics["samples_seen"] == epochs * total_rows
 
 
 def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(

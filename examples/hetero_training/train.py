@@ -23,9 +23,17 @@ Hyperparameters (all optional): ``epochs``, ``batch_size``, ``lr``, ``seed``, ``
 (standard deviation of the Gaussian noise the data hosts add to each feature, the
 "augmentation"), ``num_samples`` (size of the synthetic dataset used when the channel holds no
 CSV), ``data_port``, ``data_workers`` (worker processes per data host), ``idle_timeout``,
-``connect_timeout`` (how long either group waits for the other to come up) and
+``connect_timeout`` (how long either group waits for the other to come up),
 ``data_host_map`` (JSON object host -> ``"address:port"``; local runs map ``algo-1`` to
-``127.0.0.1:<port>``). The job's data-plane secret comes in ``$HETERO_DATA_SECRET``.
+``127.0.0.1:<port>``), ``checkpoint_dir`` (default ``/opt/ml/checkpoints``, SageMaker's
+checkpoint path) and ``checkpoint_every`` (steps). The job's data-plane secret comes in
+``$HETERO_DATA_SECRET``.
+
+Each rank checkpoints its model, optimiser, progress and data-plane position
+(``RemoteBatches.state_dict()``) to ``checkpoint_dir/rank-<rank>.pt`` every
+``checkpoint_every`` steps and at each epoch's end. A restarted job (spot reclaim, retry)
+finds them there (SageMaker restores the checkpoint S3 URI into that path) and goes on
+mid-epoch where the checkpoint was taken, on its new data hosts.
 """
 
 from __future__ import annotations
@@ -76,6 +84,8 @@ class Settings:
     idle_timeout: float = 300.0
     connect_timeout: float = 600.0  # either group may start minutes after the other
     data_host_map: dict[str, str] = field(default_factory=dict)
+    checkpoint_dir: str = ""  # default: <base>/checkpoints, i.e. /opt/ml/checkpoints
+    checkpoint_every: int = 50
 
     @classmethod
     def from_hyperparameters(cls, hyperparameters: dict[str, Any]) -> Settings:
@@ -235,9 +245,52 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
     ids_per_epoch: list[list[int]] = []
     stats: dict[str, Any] = {}
     samples_seen, correct, loss = 0, 0, torch.tensor(0.0)
+    checkpoint_path = (
+        Path(settings.checkpoint_dir or os.path.join(runtime.resolve_base_dir(), "checkpoints"))
+        / f"rank-{rank}.pt"
+    )
+    restored: dict[str, Any] | None = None
+    if checkpoint_path.exists():
+        restored = torch.load(checkpoint_path, weights_only=True)
+        remote.load_state_dict(restored["data"])  # the epoch goes on where it stopped
+        ids_per_epoch, stats = restored["ids_per_epoch"], restored["stats"]
+        samples_seen, correct = restored["samples_seen"], restored["correct"]
+        log.info("rank %d resumes from %s at epoch %d", rank, checkpoint_path, remote.next_epoch)
+
+    def make_model(features: int) -> tuple[Any, Any, Any]:
+        torch.manual_seed(settings.seed)  # identical initial weights on every rank
+        model = torch.nn.Linear(features, 1).to(device)
+        ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
+        optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
+        if restored is not None:
+            model.load_state_dict(restored["model"])
+            optimiser.load_state_dict(restored["optimiser"])
+        return model, ddp, optimiser
+
+    def save_checkpoint(model: Any, optimiser: Any) -> None:
+        checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = checkpoint_path.with_suffix(".partial")
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimiser": optimiser.state_dict(),
+                "data": remote.state_dict(),  # where this rank stands in the epoch
+                "ids_per_epoch": ids_per_epoch,
+                "stats": stats,
+                "samples_seen": samples_seen,
+                "correct": correct,
+            },
+            partial,
+        )
+        os.replace(partial, checkpoint_path)
+
+    if restored is not None:
+        model, ddp, optimiser = make_model(restored["model"]["weight"].shape[1])
     with remote:  # an exception aborts: the data hosts stop at once instead of idling
-        for epoch in range(settings.epochs):
-            ids: list[int] = []
+        for epoch in range(remote.next_epoch, settings.epochs):
+            if len(ids_per_epoch) <= epoch:
+                ids_per_epoch.append([])
+            ids = ids_per_epoch[epoch]
             # Ranks may get different numbers of batches; Join lets the early finishers
             # shadow the gradient all-reduces of the others.
             batches = iter(remote)
@@ -245,15 +298,12 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
             if model is None:
                 if first is None:
                     raise RuntimeError("this rank got no data; use fewer ranks or more rows")
-                torch.manual_seed(settings.seed)  # identical initial weights on every rank
-                model = torch.nn.Linear(first["x"].shape[1], 1).to(device)
-                ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
-                optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
+                model, ddp, optimiser = make_model(first["x"].shape[1])
             assert ddp is not None and optimiser is not None
             # This epoch's loss sum, right predictions and samples (before each step).
             epoch_totals = torch.zeros(3, dtype=torch.float64)
             with Join([ddp]):
-                for batch in [first, *batches] if first is not None else []:
+                for step, batch in enumerate([first, *batches] if first is not None else []):
                     x, y = batch["x"].to(device), batch["y"].to(device)
                     optimiser.zero_grad()
                     logits = ddp(x).squeeze(1)
@@ -267,7 +317,9 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                     epoch_totals += torch.tensor([loss.item() * len(y), right, len(y)])
                     if epoch == settings.epochs - 1:
                         correct += right
-            ids_per_epoch.append(ids)
+                    if (step + 1) % settings.checkpoint_every == 0:
+                        save_checkpoint(model, optimiser)
+            save_checkpoint(model, optimiser)  # between epochs: a restart begins the next one
             log.info("rank %d epoch %d: %d samples; %s", rank, epoch, len(ids), remote.stats())
             reporter.write_stats(remote.stats())
             remote.reset_stats()

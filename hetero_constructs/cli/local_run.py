@@ -19,7 +19,7 @@ from rich.text import Text
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollow
 from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
-from hetero_constructs.cli.simulation import parse_outcomes
+from hetero_constructs.cli.simulation import parse_outcomes, parse_simulate
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.results import ExecutionResult
@@ -42,6 +42,8 @@ def run_local(
     outcomes: Sequence[str],
     uploads: Sequence[str] = (),
     expect: str,
+    simulate: str | None = None,
+    python: str | None = None,
     reconcile_every: float | None,
     timeout: float,
     region: str | None,
@@ -57,7 +59,7 @@ def run_local(
         files = [Upload.parse(text) for text in uploads]
     except ValueError as error:
         raise CliError(f"--upload {error}") from None
-    with LocalCloud(region) as cloud:
+    with LocalCloud(region, simulate=parse_simulate(simulate), python=python) as cloud:
         try:
             cloud.deploy(template)
         except AssetError as error:
@@ -103,6 +105,8 @@ def run_local(
                 timeout=max(timeout, job_duration * 4 + 30),
                 follow=display if show else None,
             )
+        for note in cloud.training.real.notes:
+            out.note(note)
         if out.json and not show:
             # Not followed: the summary a followed run ends with, alone.
             watch = RunWatch(RunClients.create(), result.execution_arn, read_history=False)
@@ -131,6 +135,8 @@ def report(result: ExecutionResult) -> str:
             ending += f" ({job.failure_reason})"
         elif job.secondary_status and job.secondary_status != job.status:
             ending += f" ({job.secondary_status})"
+        if job.simulated:
+            ending += " - simulated: scripted, no code ran"
         lines.append(f"  outcome: {ending}")
         lines.append("  submitted CreateTrainingJob request:")
         lines.extend("  " + line for line in json.dumps(job.request, indent=2).splitlines())

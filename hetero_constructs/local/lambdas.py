@@ -46,6 +46,7 @@ from typing import Any
 
 from hetero_constructs.handlers.environment import function_environment
 from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.patching import Patches
 
 #: Sends a message to an SQS queue, SNS topic, Lambda function or event bus by ARN.
 Sender = Callable[[str, str, dict[str, str]], None]
@@ -388,6 +389,39 @@ def _parsed(payload: bytes | str | None) -> Any:
         return payload.decode() if isinstance(payload, bytes) else payload
 
 
+def install_invoke(patches: Patches, lambdas: Lambdas) -> None:
+    """moto's Lambda Invoke runs the function in-process (``Event``: queued, as AWS does)."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    def invoke(
+        backend: Any,
+        function_name: str,
+        qualifier: Any,
+        body: Any,
+        headers: Any,
+        response_headers: dict[str, str],
+    ) -> bytes:
+        kind = headers.get("X-Amz-Invocation-Type") if headers else None
+        if kind == "DryRun":
+            return b""
+        if kind == "Event":
+            lambdas.queue_async(function_name, _text(body))
+            return b""
+        try:
+            return lambdas.invoke(function_name, body)
+        except FunctionError as error:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return error.payload()
+
+    patches.replace(LambdaSimpleBackend, "invoke", invoke)
+
+
+def _text(body: Any) -> str:
+    if body is None:
+        return "{}"
+    return body.decode() if isinstance(body, bytes) else str(body)
+
+
 __all__ = [
     "NOT_RUN_ERROR",
     "FunctionError",
@@ -396,5 +430,6 @@ __all__ = [
     "LocalFunction",
     "Sender",
     "StopHook",
+    "install_invoke",
     "private_module_names",
 ]

@@ -38,7 +38,7 @@ def answer(status: int, parsed: dict[str, Any]) -> Any:
 
 @pytest.fixture
 def harness(example: Synthesized) -> Iterator[Harness]:
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
         events = cloud.lambdas.find("events.handler")
@@ -333,7 +333,7 @@ def test_a_repeated_settle_does_not_hand_the_old_end_to_the_task_s_retry(
 ) -> None:
     """The job item outlives its report (its delete is throttled); the events Lambda's own retry
     settles it again. The task's Retry must still create a new job, not get the old failure."""
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         # 60 s between the task's attempts (1 s here): the Lambda's own retry comes first.
         cloud.retry_waits.cap = 1.0
         template = with_task_retry(example.template, lifecycle.Errors.TRAINING_FAILED, 60)
