@@ -94,17 +94,24 @@ def run_local(
         display = LocalFollow(out.console, json_out=out.stdout if out.json else None)
         # The in-process handlers' prints must not corrupt the JSON on standard output.
         quiet = contextlib.redirect_stdout(sys.stderr) if out.json else contextlib.nullcontext()
-        with quiet:
-            result = cloud.run(
-                arn,
-                execution_input,
-                name=name,
-                outcomes=parsed,
-                reconcile_every=reconcile_every,
-                job_duration=timedelta(seconds=job_duration),
-                timeout=max(timeout, job_duration * 4 + 30),
-                follow=display if show else None,
-            )
+        limit = max(timeout, job_duration * 4 + 30)
+        try:
+            with quiet:
+                result = cloud.run(
+                    arn,
+                    execution_input,
+                    name=name,
+                    outcomes=parsed,
+                    reconcile_every=reconcile_every,
+                    job_duration=timedelta(seconds=job_duration),
+                    timeout=limit,
+                    follow=display if show else None,
+                )
+        except TimeoutError as error:  # the local cloud stops every job's hosts as it closes
+            raise CliError(
+                f"{error}. Fix: give it more time with --timeout SECONDS (now {limit:g}).",
+                "Timeout",
+            ) from None
         for note in cloud.training.real.notes:
             out.note(note)
         if out.json and not show:

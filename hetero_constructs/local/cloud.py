@@ -382,6 +382,13 @@ class LocalCloud:
             description = self._drive(
                 execution_arn, stop_execution, reconcile_every, stuck_after, timeout, first_attempt
             )
+        except TimeoutError:  # given up: stopped, so that a follow display sees the end
+            self.client("stepfunctions").stop_execution(
+                executionArn=execution_arn, error="LocalRun.Timeout", cause="timeout passed"
+            )
+            if follower is not None:
+                follower.join(timeout=10)
+            raise
         finally:
             self._current_execution = None
         if follower is not None:
