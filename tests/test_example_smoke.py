@@ -349,6 +349,52 @@ def test_a_restarted_job_goes_on_from_its_checkpoints(tmp_path: Path) -> None:
         assert metrics["samples_seen"] == epochs * total_rows
 
 
+def test_a_spot_reclaim_mid_epoch_loses_and_repeats_no_sample(tmp_path: Path) -> None:
+    """Every host of a job is killed at once mid-epoch, as a spot reclaim kills them; the job
+    restarted on new hosts goes on from the ranks' checkpoints (taken every step) and ends with
+    every row seen exactly once in every epoch, the interrupted one included."""
+    import torch
+
+    checkpoints = tmp_path / "checkpoints"
+    epochs, total_rows = 12, sum(ROWS_PER_FILE)
+    extra = {"checkpoint_dir": str(checkpoints), "checkpoint_every": 1}
+    (tmp_path / "first").mkdir()
+    first = Job(tmp_path / "first", epochs, **extra)
+    try:
+        first.start()
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # until rank 0 has checkpointed in the middle of an epoch
+            assert time.monotonic() < deadline, f"no mid-epoch checkpoint\n{first.report()}"
+            assert all(code is None for code in first.poll().values()), first.report()
+            with contextlib.suppress(FileNotFoundError):
+                saved = torch.load(checkpoints / "rank-0.pt", weights_only=True)
+                if saved["data"]["consumed"]:
+                    break
+            time.sleep(0.02)
+        first.crash(list(first.processes))
+    finally:
+        first.stop()
+    interrupted = [
+        torch.load(checkpoints / f"rank-{rank}.pt", weights_only=True)["data"] for rank in (0, 1)
+    ]
+    assert interrupted[0]["epoch"] < epochs - 1, "the job ended before the reclaim"
+
+    (tmp_path / "restarted").mkdir()
+    restarted = Job(tmp_path / "restarted", epochs, **extra)
+    try:
+        restarted.start()
+        codes = restarted.wait(list(restarted.processes))
+    finally:
+        restarted.stop()
+    assert all(code == 0 for code in codes.values()), f"{codes}\n{restarted.report()}"
+    master = restarted.trainer_hosts[0]
+    assert "resumes from" in restarted.logs[master].read_text()
+    model_dir = tmp_path / "restarted" / "hosts" / master / "model"
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert metrics["ids_per_epoch"] == [list(range(total_rows))] * epochs, interrupted
+    assert metrics["samples_seen"] == epochs * total_rows
+
+
 def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
     tmp_path: Path,
 ) -> None:

@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import csv
 import gc
+import itertools
 import json
 import logging
 import os
@@ -303,7 +304,10 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
             # This epoch's loss sum, right predictions and samples (before each step).
             epoch_totals = torch.zeros(3, dtype=torch.float64)
             with Join([ddp]):
-                for step, batch in enumerate([first, *batches] if first is not None else []):
+                # Streamed, not listed: a checkpoint's data state then counts only the
+                # batches this loop has taken.
+                epoch_batches = itertools.chain([first], batches) if first is not None else []
+                for step, batch in enumerate(epoch_batches):
                     x, y = batch["x"].to(device), batch["y"].to(device)
                     optimiser.zero_grad()
                     logits = ddp(x).squeeze(1)

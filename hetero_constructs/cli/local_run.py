@@ -20,12 +20,14 @@ from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollo
 from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.cli.simulation import parse_outcomes, parse_simulate
+from hetero_constructs.cli.targets import not_found
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.uploads import Upload
 from hetero_constructs.runs.clients import RunClients
+from hetero_constructs.runs.targets import TargetNotFound
 from hetero_constructs.runs.training_run import check_run_input
 from hetero_constructs.runs.watch import RunWatch
 
@@ -74,6 +76,8 @@ def run_local(
             )
         try:
             arn = cloud.state_machine(state_machine)
+        except TargetNotFound as error:
+            raise not_found(error) from None
         except LookupError as error:
             raise CliError(str(error)) from error
         bad = []

@@ -39,6 +39,8 @@ class RealJobs:
         self.grace: float = 10.0
         #: Said once per account: whether hosts get their own /opt/ml.
         self.notes: list[str] = []
+        #: Variables every host gets (a served account: where its AWS clients find it).
+        self.environment: dict[str, str] = {}
 
     def start(
         self, name: str, request: Mapping[str, Any], epoch: int, on_stage: StageHook
@@ -66,6 +68,7 @@ class RealJobs:
                 on_stage=lambda status, moment, message: on_stage(name, status, moment, message),
                 python=self.python,
                 grace=self.grace,
+                environment=self.environment,
             )
             self._jobs[name] = job
             self._metrics[name] = metrics

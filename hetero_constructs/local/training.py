@@ -1,12 +1,13 @@
-"""Training jobs as SageMaker runs them, in moto: created InProgress, ended when the run says.
+"""Training jobs as SageMaker runs them, in moto: created InProgress, ended as they end.
 
 moto marks a job Completed the moment it is created, accepts a name twice and has no
-StopTrainingJob. Here a job stays ``InProgress`` until the local cloud ends it with the next
-scripted ``Outcome`` (one per CreateTrainingJob attempt, in creation order; ``Completed`` once the
-script runs out), its name is unique (``ResourceInUse``), StopTrainingJob moves it to
-``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers with every field of the
-request as submitted, and each status change is an EventBridge "SageMaker Training Job State
-Change" event as the service sends it.
+StopTrainingJob. Here a job stays ``InProgress`` until it ends: a real one (the default) as its
+hosts end (``real_jobs``: the job's code runs on this machine), a drill with its scripted
+``Outcome`` (one per CreateTrainingJob attempt, in creation order; then ``otherwise``), every
+status message of a drill saying ``simulated``. Its name is unique (``ResourceInUse``),
+StopTrainingJob moves it to ``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers
+with every field of the request as submitted, and each status change is an EventBridge
+"SageMaker Training Job State Change" event as the service sends it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from hetero_constructs.local.attempts import (
     instance_types,
     quota_message,
 )
+from hetero_constructs.local.hosts.data import MotoStorage, empty_channel
 from hetero_constructs.local.patching import Patches
 from hetero_constructs.local.real_jobs import RealJobs
 from hetero_constructs.local.simulation import (
@@ -196,7 +198,15 @@ class TrainingJobs:
                         message=f"Training job names must be unique within an AWS account and "
                         f"region, and a training job with this name already exists ({arn})"
                     )
-                planned = jobs._outcomes.popleft() if jobs._outcomes else jobs.otherwise
+                planned = jobs._outcomes[0] if jobs._outcomes else jobs.otherwise
+                if planned is None:  # a real job: refused as the service refuses it
+                    empty = empty_channel(
+                        MotoStorage(jobs._account), request.get("InputDataConfig") or []
+                    )
+                    if empty is not None:
+                        raise exceptions.ValidationError(message=empty)
+                if jobs._outcomes:
+                    jobs._outcomes.popleft()
                 attempt = TrainingJobAttempt(
                     name, "InProgress", instance_types(request), request, planned=planned
                 )

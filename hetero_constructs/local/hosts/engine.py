@@ -137,8 +137,10 @@ class LocalJob:
         on_stage: StageSink,
         python: str | None = None,
         grace: float = DEFAULT_GRACE,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
+        self.environment = dict(environment or {})
         self.request = dict(request)
         self.storage = storage
         self.root = root
@@ -245,6 +247,7 @@ class LocalJob:
             )
         )
         environment.update(self._launch_plan.environment)
+        environment.update(self.environment)
         environment.update(
             {str(k): str(v) for k, v in (self.request.get("Environment") or {}).items()}
         )
