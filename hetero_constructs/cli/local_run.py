@@ -21,6 +21,7 @@ from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.cli.simulation import parse_outcomes
 from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.moto_targets import UnsupportedMoto
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.runs.clients import RunClients
@@ -50,7 +51,11 @@ def run_local(
         raise CliError(problem)
     execution_input = read_input(input_text)
     parsed = parse_outcomes(outcomes)
-    with LocalCloud(region) as cloud:
+    try:
+        local = LocalCloud(region)
+    except UnsupportedMoto as error:
+        raise CliError(str(error), name="UnsupportedMoto") from None
+    with local as cloud:
         cloud.deploy(template)
         for note in cloud.notes:
             out.note(note)

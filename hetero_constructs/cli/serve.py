@@ -52,6 +52,7 @@ def serve(
     http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM."""
     try:
         from hetero_constructs.local.account import LocalAccount
+        from hetero_constructs.local.moto_targets import UnsupportedMoto
         from hetero_constructs.local.run import template_problem
     except ImportError as error:  # moto comes with the local extra
         raise CliError(
@@ -65,14 +66,17 @@ def serve(
         if problem is not None:
             raise CliError(problem)
     parsed = parse_outcomes(outcomes)
-    account = LocalAccount(
-        templates,
-        port=port,
-        region=region,
-        outcomes=parsed,
-        job_duration=timedelta(seconds=job_duration),
-        reconcile_every=reconcile_every,
-    )
+    try:
+        account = LocalAccount(
+            templates,
+            port=port,
+            region=region,
+            outcomes=parsed,
+            job_duration=timedelta(seconds=job_duration),
+            reconcile_every=reconcile_every,
+        )
+    except UnsupportedMoto as error:
+        raise CliError(str(error), name="UnsupportedMoto") from None
     try:
         account.__enter__()
     except OSError as error:  # the port is taken

@@ -26,12 +26,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.local import moto_gaps
+from hetero_constructs.local import moto_gaps, moto_targets
 from hetero_constructs.local.deploy.create import Deployer, StateMachine, scratch_folder
 from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, detect_region
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.faults import Faults
-from hetero_constructs.local.lambdas import FunctionError, Lambdas
+from hetero_constructs.local.lambdas import Lambdas
 from hetero_constructs.local.patching import Patches, environment_variable, epoch_millis
 from hetero_constructs.local.results import ExecutionResult, Follow, start_follow
 from hetero_constructs.local.telemetry import JobTelemetry
@@ -46,11 +46,16 @@ _TICK = 0.02
 class LocalCloud:
     """moto in-process, filled in where it is thinner than AWS. Use as a context manager.
 
+    ``UnsupportedMoto`` (at once): the installed moto moved what the local account replaces
+    or relies on (``moto_targets``); nothing is replaced then.
+
     ``region``: the region of the deployment; None takes it from the first template deployed
     (its cdk.out manifest, else its literal ARNs, else us-west-2).
     """
 
     def __init__(self, region: str | None = None) -> None:
+        # Loud at once: UnsupportedMoto names what the installed moto moved.
+        moto_targets.require()
         self.region = region or "us-west-2"
         self._region_fixed = region is not None
         #: Retry waits (capacity retries wait minutes) are recorded and slept at most 0.05 s.
@@ -72,6 +77,14 @@ class LocalCloud:
     # -- moto, with the gaps filled -----------------------------------------------------------
 
     def __enter__(self) -> LocalCloud:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()  # never half-patched: what was replaced is put back
+            raise
+        return self
+
+    def _start(self) -> None:
         from moto import mock_aws
 
         for key, value in {
@@ -94,12 +107,11 @@ class LocalCloud:
         patches = Patches(self._stack)
         moto_gaps.install(patches, self._on_execution_status, self.retry_waits)
         self.training.install(patches)
-        self._patch_lambda(patches)
+        self.lambdas.install(patches)
         self._scratch = Path(self._stack.enter_context(scratch_folder()))
         self._default_session()
         self.training.telemetry = JobTelemetry(self.client, self.training._logs)
         self.lambdas.set_stop_hook(self._stop_current)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -112,33 +124,6 @@ class LocalCloud:
         assert boto3.DEFAULT_SESSION is not None
         self.faults.install_throttling(boto3.DEFAULT_SESSION)
         self._stack.callback(setattr, boto3, "DEFAULT_SESSION", None)
-
-    def _patch_lambda(self, patches: Patches) -> None:
-        from moto.awslambda_simple.models import LambdaSimpleBackend
-
-        lambdas = self.lambdas
-
-        def invoke(
-            backend: Any,
-            function_name: str,
-            qualifier: Any,
-            body: Any,
-            headers: Any,
-            response_headers: dict[str, str],
-        ) -> bytes:
-            kind = headers.get("X-Amz-Invocation-Type") if headers else None
-            if kind == "DryRun":
-                return b""
-            if kind == "Event":
-                lambdas.queue_async(function_name, _text(body))
-                return b""
-            try:
-                return lambdas.invoke(function_name, body)
-            except FunctionError as error:
-                response_headers["x-amz-function-error"] = "Unhandled"
-                return error.payload()
-
-        patches.replace(LambdaSimpleBackend, "invoke", invoke)
 
     def client(self, service: str) -> Any:
         """A boto3 client of the local cloud (default session, the deployment's region)."""
@@ -483,12 +468,6 @@ class LocalCloud:
                 error="Stopped",
                 cause="local fault: stop_execution_during",
             )
-
-
-def _text(body: Any) -> str:
-    if body is None:
-        return "{}"
-    return body.decode() if isinstance(body, bytes) else str(body)
 
 
 __all__ = [

@@ -46,6 +46,7 @@ from typing import Any
 
 from hetero_constructs.handlers.environment import function_environment
 from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.patching import Patches
 
 #: Sends a message to an SQS queue, SNS topic, Lambda function or event bus by ARN.
 Sender = Callable[[str, str, dict[str, str]], None]
@@ -153,6 +154,34 @@ class Lambdas:
         self._queue: deque[tuple[LocalFunction, str]] = deque()
         self._lock = threading.Lock()
         self._running = 0
+
+    def install(self, patches: Patches) -> None:
+        """Invoke (moto's, the Step Functions integration's) runs these functions in-process."""
+        from moto.awslambda_simple.models import LambdaSimpleBackend
+
+        lambdas = self
+
+        def invoke(
+            backend: Any,
+            function_name: str,
+            qualifier: Any,
+            body: Any,
+            headers: Any,
+            response_headers: dict[str, str],
+        ) -> bytes:
+            kind = headers.get("X-Amz-Invocation-Type") if headers else None
+            if kind == "DryRun":
+                return b""
+            if kind == "Event":
+                lambdas.queue_async(function_name, _text(body))
+                return b""
+            try:
+                return lambdas.invoke(function_name, body)
+            except FunctionError as error:
+                response_headers["x-amz-function-error"] = "Unhandled"
+                return error.payload()
+
+        patches.replace(LambdaSimpleBackend, "invoke", invoke)
 
     def set_stop_hook(self, hook: StopHook | None) -> None:
         self._stop_hook = hook
@@ -386,6 +415,12 @@ def _parsed(payload: bytes | str | None) -> Any:
         return json.loads(payload)
     except ValueError:
         return payload.decode() if isinstance(payload, bytes) else payload
+
+
+def _text(body: Any) -> str:
+    if body is None:
+        return "{}"
+    return body.decode() if isinstance(body, bytes) else str(body)
 
 
 __all__ = [

@@ -1,7 +1,8 @@
-"""Where moto 5.2.5's Step Functions is thinner than the service, filled in.
+"""Where moto's Step Functions is thinner than the service, filled in.
 
 Each gap is one function that installs its patch through ``Patches`` (undone when the local cloud
-closes). What each one fixes, checked against moto 5.2.5's sources:
+closes). What each one fixes, checked against the sources of moto 5.2.5 and 5.2.6 (every
+target is declared, and checked at start, in ``moto_targets``):
 
 - JSONata: moto evaluates it through a JVM bridge that is absent here (its
   ``eval_jsonata_expression`` calls ``None``); the pure-Python ``jsonata-python`` takes its place.
@@ -43,6 +44,10 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   see ``moto_map_runs``.
 - ``ToleratedFailurePercentage`` may be an integer, as aws-cdk-lib renders it (moto's grammar
   takes only a number with a decimal point and refuses the definition); see ``moto_map_runs``.
+- A ``States.*`` error passed on keeps its name: a Fail state whose ``Error`` / ``ErrorPath``
+  gives ``States.Timeout`` (a caught task timeout, re-raised), and a Parallel branch, Map
+  iteration or child execution that failed with one, fail with it (moto refuses ``States.``
+  names there and fails with ``States.Runtime``).
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
@@ -61,6 +66,7 @@ from typing import Any
 from hetero_constructs.local.moto_executions import (
     StatusListener,
     StatusReporter,
+    TokenAnswers,
     context_object,
     fresh_token_per_attempt,
     nested_executions,
@@ -105,6 +111,30 @@ def _compressed_retries(patches: Patches, waits: RetryWaits) -> None:
     patches.replace(retrier_decl, "time", _Time)
 
 
+def states_errors_passed_on(patches: Patches) -> None:
+    """A ``States.*`` error passed on keeps its name (see the module docstring).
+
+    moto makes every error name it reads at run time a ``CustomErrorName``, which refuses the
+    ``States.`` prefix; here such a name is the ``StatesErrorName`` it names, so that
+    ``ErrorEquals`` matches it as the service does (``States.TaskFailed`` does not match
+    ``States.Timeout``). A ``States.`` name moto does not know is refused as before.
+    """
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
+        StatesErrorName,
+    )
+
+    def new(cls: type, error_name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(error_name, str) and error_name.startswith("States."):
+            with contextlib.suppress(ValueError):  # an unknown States.* name: refused below
+                return StatesErrorName.from_name(error_name)
+        return object.__new__(cls)
+
+    patches.replace(CustomErrorName, "__new__", staticmethod(new))
+
+
 def install(
     patches: Patches, on_status: StatusListener, retry_waits: RetryWaits | None = None
 ) -> None:
@@ -118,15 +148,17 @@ def install(
     context_object(patches)
     stop_execution(patches, report)
     status_changes(patches, report)
-    task_callbacks(patches)
+    answers = TokenAnswers()
+    task_callbacks(patches, answers)
     fresh_token_per_attempt(patches)
     callback_tasks = CallbackTasks()
     callback_tasks.track(patches)
     task_heartbeats(patches, callback_tasks)
-    closed_task_reports(patches, callback_tasks)  # after task_callbacks: it guards its reports
+    closed_task_reports(answers, callback_tasks)
     tolerated_failures(patches)
     integer_percentages(patches)
-    redrive_execution(patches, report)
+    redrive_execution(patches, report, answers)
+    states_errors_passed_on(patches)
 
 
 # -- JSONata -----------------------------------------------------------------------------------
