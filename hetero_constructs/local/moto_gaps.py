@@ -47,7 +47,9 @@ target is declared, and checked at start, in ``moto_targets``):
 - A ``States.*`` error passed on keeps its name: a Fail state whose ``Error`` / ``ErrorPath``
   gives ``States.Timeout`` (a caught task timeout, re-raised), and a Parallel branch, Map
   iteration or child execution that failed with one, fail with it (moto refuses ``States.``
-  names there and fails with ``States.Runtime``).
+  names there and fails with ``States.Runtime``); see ``moto_errors``.
+- A task whose ``HeartbeatSeconds`` elapse fails with ``States.HeartbeatTimeout`` (moto:
+  ``States.Timeout``); see ``moto_errors``.
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
@@ -63,6 +65,7 @@ import json
 import logging
 from typing import Any
 
+from hetero_constructs.local.moto_errors import heartbeat_timeouts, states_errors_passed_on
 from hetero_constructs.local.moto_executions import (
     StatusListener,
     StatusReporter,
@@ -111,30 +114,6 @@ def _compressed_retries(patches: Patches, waits: RetryWaits) -> None:
     patches.replace(retrier_decl, "time", _Time)
 
 
-def states_errors_passed_on(patches: Patches) -> None:
-    """A ``States.*`` error passed on keeps its name (see the module docstring).
-
-    moto makes every error name it reads at run time a ``CustomErrorName``, which refuses the
-    ``States.`` prefix; here such a name is the ``StatesErrorName`` it names, so that
-    ``ErrorEquals`` matches it as the service does (``States.TaskFailed`` does not match
-    ``States.Timeout``). A ``States.`` name moto does not know is refused as before.
-    """
-    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
-        CustomErrorName,
-    )
-    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
-        StatesErrorName,
-    )
-
-    def new(cls: type, error_name: str | None = None, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(error_name, str) and error_name.startswith("States."):
-            with contextlib.suppress(ValueError):  # an unknown States.* name: refused below
-                return StatesErrorName.from_name(error_name)
-        return object.__new__(cls)
-
-    patches.replace(CustomErrorName, "__new__", staticmethod(new))
-
-
 def install(
     patches: Patches, on_status: StatusListener, retry_waits: RetryWaits | None = None
 ) -> None:
@@ -159,6 +138,7 @@ def install(
     integer_percentages(patches)
     redrive_execution(patches, report, answers)
     states_errors_passed_on(patches)
+    heartbeat_timeouts(patches)
 
 
 # -- JSONata -----------------------------------------------------------------------------------

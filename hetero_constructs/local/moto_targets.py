@@ -98,9 +98,10 @@ REPLACED: tuple[Target, ...] = (
     Target(f"{_ITERATION}.iteration_worker", "IterationWorker._eval_job", "(self, env, job)"),
     # moto_gaps: Retry waits compressed
     Target(f"{_ASL}.component.common.retry.retrier_decl", "time", "module time"),
-    # moto_gaps: a Fail state (or a failed branch, iteration or child) passes on a States.* error
+    # moto_errors: a States.* error passed on keeps its name; heartbeat timeouts
     Target(f"{_ASL}.component.common.error_name.custom_error_name", "CustomErrorName.__new__",
            "(*args, **kwargs)"),
+    Target(f"{_STATE}.exec.state_task.state_task", "StateTask._from_error", "(self, env, ex)"),
     # moto_map_runs: a Distributed Map's tolerated failures
     Target(f"{_STATE}.exec.state_map.state_map", "StateMap.from_state_props",
            "(self, state_props)"),
@@ -174,6 +175,10 @@ USED: tuple[Target, ...] = (
     Target(f"{_ASL}.component.common.error_name.states_error_name_type",
            "StatesErrorNameType"),
     Target(f"{_ASL}.component.common.retry", "retrier_decl"),
+    Target(f"{_SFN}.parser.api", "TaskTimedOutEventDetails"),
+    Target(f"{_ASL}.eval.callback.callback", "HeartbeatTimeoutError"),
+    Target(f"{_ASL}.eval.event.event_detail", "EventDetails"),
+    Target(f"{_STATE}.exec.state_task.state_task", "StateTask"),
     Target(f"{_ASL}.component.eval_component", "EvalComponent"),
     Target(f"{_STATE}", "state"),
     Target(f"{_STATE}.state", "CommonStateField"),
@@ -331,6 +336,43 @@ def problems(targets: Iterable[Target]) -> list[str]:
     return found
 
 
+def unfit(original: Any, replacement: Any) -> str | None:
+    """Why ``replacement`` cannot be called as moto calls ``original`` (each of its parameters,
+    by position or by name), or None."""
+    try:
+        theirs = inspect.signature(original).parameters.values()
+        ours = inspect.signature(replacement).parameters
+    except (TypeError, ValueError):
+        return None  # not a callable of Python's: nothing to compare
+    kinds = {parameter.kind for parameter in ours.values()}
+    positional = [
+        p for p in ours.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    missing = []
+    for index, parameter in enumerate(p for p in theirs if p.kind is not p.VAR_KEYWORD):
+        if parameter.kind is parameter.VAR_POSITIONAL:
+            if inspect.Parameter.VAR_POSITIONAL not in kinds:
+                missing.append(f"*{parameter.name}")
+            continue
+        by_position = index < len(positional) or inspect.Parameter.VAR_POSITIONAL in kinds
+        mine = ours.get(parameter.name)
+        by_name = (mine is not None and mine.kind is not mine.POSITIONAL_ONLY) or (
+            inspect.Parameter.VAR_KEYWORD in kinds
+        )
+        needs = {
+            parameter.POSITIONAL_ONLY: by_position,
+            parameter.KEYWORD_ONLY: by_name,
+            # The instance is passed by position, whatever its name.
+            parameter.POSITIONAL_OR_KEYWORD: by_position
+            and (by_name or parameter.name in ("self", "cls")),
+        }
+        if not needs[parameter.kind]:
+            missing.append(parameter.name)
+    if missing:
+        return f"takes {shape(replacement)}, not every parameter of {shape(original)}: {missing}"
+    return None
+
+
 def moto_version() -> str:
     """The installed moto's release (from its metadata)."""
     try:
@@ -383,4 +425,5 @@ __all__ = [
     "resolve",
     "shape",
     "supported_range",
+    "unfit",
 ]

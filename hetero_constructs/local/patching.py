@@ -8,6 +8,8 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from hetero_constructs.local.moto_targets import require, unfit
+
 
 class Patches:
     """Replaced attributes of moto, restored in reverse order when the stack closes.
@@ -18,8 +20,6 @@ class Patches:
     """
 
     def __init__(self, stack: contextlib.ExitStack) -> None:
-        from hetero_constructs.local.moto_targets import require
-
         self._stack = stack
         self._checked = require()
         self._replaced: set[tuple[Any, str]] = set()
@@ -39,6 +39,11 @@ class Patches:
             raise LookupError(f"{target.name} is replaced twice: wrap it once")
         self._replaced.add(key)
         missing = object()
+        current = getattr(owner, name, None)
+        if callable(current) and callable(replacement):
+            problem = unfit(current, replacement)
+            if problem is not None:
+                raise TypeError(f"the replacement of {target.name} {problem}")
         # A class's own attribute is put back; one it inherits is hidden, then unhidden.
         saved = owner.__dict__.get(name, missing) if isinstance(owner, type) else missing
         if saved is missing and not isinstance(owner, type):

@@ -77,16 +77,25 @@ def test_the_replacements_are_the_declared_ones_each_made_once() -> None:
     )
 
 
-def test_a_replacement_that_is_not_declared_is_refused() -> None:
+def test_a_replacement_undeclared_repeated_or_unfit_for_the_call_is_refused() -> None:
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+
+    def anything(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    def positional_only(backend: Any, token: str) -> None:
+        return None
 
     with contextlib.ExitStack() as stack:
         patches = Patches(stack)
         with pytest.raises(LookupError, match=r"not declared in moto_targets\.REPLACED"):
-            patches.replace(StepFunctionsParserBackend, "describe_execution", lambda *a: None)
-        patches.replace(StepFunctionsParserBackend, "send_task_heartbeat", lambda *a: None)
+            patches.replace(StepFunctionsParserBackend, "describe_execution", anything)
+        # moto may pass task_token by name: a replacement must take it so.
+        with pytest.raises(TypeError, match=r"\(backend, token\).*\['task_token', 'outcome'\]"):
+            patches.replace(StepFunctionsParserBackend, "send_task_success", positional_only)
+        patches.replace(StepFunctionsParserBackend, "send_task_heartbeat", anything)
         with pytest.raises(LookupError, match="replaced twice"):
-            patches.replace(StepFunctionsParserBackend, "send_task_heartbeat", lambda *a: None)
+            patches.replace(StepFunctionsParserBackend, "send_task_heartbeat", anything)
 
 
 def _moved(monkeypatch: pytest.MonkeyPatch) -> None:
