@@ -68,7 +68,6 @@ def heartbeat_timeouts(patches: Patches) -> None:
     )
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.state_task import StateTask
     from moto.stepfunctions.parser.asl.eval.callback.callback import HeartbeatTimeoutError
-    from moto.stepfunctions.parser.asl.eval.event.event_detail import EventDetails
 
     from_error = StateTask._from_error
     heartbeat = StatesErrorNameType.StatesHeartbeatTimeout
@@ -76,12 +75,14 @@ def heartbeat_timeouts(patches: Patches) -> None:
     def from_error_naming_heartbeats(task: Any, env: Any, ex: Exception) -> Any:
         if not isinstance(ex, HeartbeatTimeoutError):
             return from_error(task, env, ex)
-        details = TaskTimedOutEventDetails(error=heartbeat.to_name())
+        details: Any = {
+            "taskTimedOutEventDetails": TaskTimedOutEventDetails(error=heartbeat.to_name())
+        }
         return FailureEvent(
             env=env,
             error_name=StatesErrorName(typ=heartbeat),
             event_type=HistoryEventType.TaskTimedOut,
-            event_details=EventDetails(taskTimedOutEventDetails=details),
+            event_details=details,
         )
 
     patches.replace(StateTask, "_from_error", from_error_naming_heartbeats)

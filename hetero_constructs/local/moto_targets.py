@@ -177,7 +177,6 @@ USED: tuple[Target, ...] = (
     Target(f"{_ASL}.component.common.retry", "retrier_decl"),
     Target(f"{_SFN}.parser.api", "TaskTimedOutEventDetails"),
     Target(f"{_ASL}.eval.callback.callback", "HeartbeatTimeoutError"),
-    Target(f"{_ASL}.eval.event.event_detail", "EventDetails"),
     Target(f"{_STATE}.exec.state_task.state_task", "StateTask"),
     Target(f"{_ASL}.component.eval_component", "EvalComponent"),
     Target(f"{_STATE}", "state"),
@@ -359,7 +358,7 @@ def unfit(original: Any, replacement: Any) -> str | None:
         by_name = (mine is not None and mine.kind is not mine.POSITIONAL_ONLY) or (
             inspect.Parameter.VAR_KEYWORD in kinds
         )
-        needs = {
+        needs: dict[Any, bool] = {
             parameter.POSITIONAL_ONLY: by_position,
             parameter.KEYWORD_ONLY: by_name,
             # The instance is passed by position, whatever its name.
