@@ -136,6 +136,9 @@ USED: tuple[Target, ...] = (
     Target("moto.core.responses", "EmptyResult"),
     Target("moto.awslambda_simple.models", "LambdaSimpleBackend"),
     Target("moto.cloudwatch.models", "cloudwatch_backends"),
+    # events: rules' patterns are matched by moto's matcher
+    Target("moto.events.models", "EventPattern.load", "(raw_pattern)"),
+    Target("moto.events.models", "EventPattern.matches_event", "(self, event)"),
     Target("moto.logs.exceptions", "ResourceAlreadyExistsException"),
     Target("moto.logs.models", "logs_backends"),
     Target("moto.sagemaker", "exceptions"),
