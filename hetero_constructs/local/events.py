@@ -51,7 +51,7 @@ def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
     The pattern is checked first, as PutRule checks it (moto's matcher takes an unknown matcher
     for a match): ``ValueError`` says what is wrong."""
     _check_pattern(pattern)
-    return _compiled(json.dumps(pattern, sort_keys=True)).matches_event(event)
+    return bool(_compiled(json.dumps(pattern, sort_keys=True)).matches_event(event))
 
 
 @functools.lru_cache(maxsize=256)
