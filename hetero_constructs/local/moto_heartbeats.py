@@ -1,4 +1,4 @@
-"""Closed callback tasks as the service treats them, in moto 5.2.5's interpreter.
+"""Closed callback tasks as the service treats them, in moto's interpreter (5.2.5, 5.2.6).
 
 The service closes a task that waits on its token when it is answered, when it times out, when
 its Parallel branch or Map iteration is cancelled (a sibling branch or another iteration

@@ -1,4 +1,4 @@
-"""RedriveExecution, which moto 5.2.5 does not have, as the service runs it.
+"""RedriveExecution, which moto (5.2.5, 5.2.6) does not have, as the service runs it.
 
 The service (Step Functions API reference, RedriveExecution; developer guide, "Redriving
 executions"): a FAILED, ABORTED or TIMED_OUT standard execution goes on from the state it did not
