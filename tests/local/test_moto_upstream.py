@@ -305,3 +305,37 @@ def test_stop_training_job_is_not_implemented(sfn: Any) -> None:
     )
     with pytest.raises(Exception, match=r"not been implemented"):
         sagemaker.stop_training_job(TrainingJobName="j")
+
+
+def test_entered_time_is_not_in_the_services_format(sfn: Any) -> None:
+    """Service: ``$$.State.EnteredTime`` is ``2026-01-01T00:00:00.000Z`` (milliseconds, Z).
+    moto: Python's ``isoformat`` of the time."""
+    arn = _machine(
+        sfn,
+        {
+            "StartAt": "P",
+            "States": {
+                "P": {"Type": "Pass", "Parameters": {"t.$": "$$.State.EnteredTime"}, "End": True}
+            },
+        },
+    )
+    ended = _ended(sfn, sfn.start_execution(stateMachineArn=arn)["executionArn"])
+    entered = json.loads(ended["output"])["t"]
+    assert not (entered.endswith("Z") and len(entered) == len("2026-01-01T00:00:00.000Z"))
+
+
+def _moto_matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
+    from moto.events.models import EventPattern
+
+    return bool(EventPattern.load(json.dumps(pattern)).matches_event(event))
+
+
+def test_event_patterns_differ_on_arrays_of_objects_booleans_and_unknown_matchers() -> None:
+    """Service: a field inside an array of objects is matched in each object; ``true`` matches
+    only ``true``; PutRule refuses an unknown matcher. moto's ``EventPattern``: the array is not
+    looked into; ``1`` matches ``true`` (Python's ``1 == True``); an unknown matcher matches
+    everything (the local account checks the pattern first)."""
+    items = {"detail": {"items": [{"a": "x"}]}}
+    assert not _moto_matches({"detail": {"items": {"a": ["x"]}}}, items)  # the service: a match
+    assert _moto_matches({"detail": {"flag": [1]}}, {"detail": {"flag": True}})  # service: none
+    assert _moto_matches({"detail": {"flag": [{"prefx": "z"}]}}, {"detail": {"flag": "a"}})
