@@ -22,10 +22,16 @@ export PATH := $(NODE_BIN):$(abspath $(VENV)/bin):$(PATH)
 export CDK_DISABLE_CLI_TELEMETRY := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup setup-synth synth test test-minimum lint bench docs lock lock-minimum
+.PHONY: setup setup-synth synth test test-minimum lint bench docs lock lock-minimum hooks
 
-setup-synth: $(VENV)/.synth-installed node_modules/.installed
-setup: $(VENV)/.dev-installed node_modules/.installed
+setup-synth: $(VENV)/.synth-installed node_modules/.installed hooks
+setup: $(VENV)/.dev-installed node_modules/.installed hooks
+
+# The repository's hooks (.githooks: the commit-message convention) for every clone that sets
+# up; git does not take hooks from a clone by itself. Outside a git checkout (an sdist) it
+# does nothing.
+hooks:
+	@if git rev-parse --git-dir >/dev/null 2>&1; then git config core.hooksPath .githooks; fi
 
 # The locked pip: newer than a fresh venv's, it installs the quick start's set in half the time.
 $(PY):

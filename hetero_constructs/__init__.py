@@ -17,6 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Public name -> the module that defines it, or ``module:name`` when it is defined as another.
+# The one list of public names: ``__all__`` is its keys, and tests/test_public_api.py checks
+# the type checkers' imports below against it.
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
         ("Framework", "TrainingMetric", "TrainingSpec"), "hetero_constructs.spec.training"

@@ -56,3 +56,33 @@ def test_other_messages_are_refused_with_the_reason(
     assert code == 1
     assert problem in stderr
     assert "CONTRIBUTING.md" in stderr
+
+
+def test_make_setup_turns_the_hooks_on(tmp_path: Path) -> None:
+    """`make setup`'s `hooks` step: a fresh clone then refuses a subject over 72 characters."""
+    root = HOOK.parents[1]
+    clone = tmp_path / "clone"
+    (clone / ".githooks").mkdir(parents=True)
+    (clone / "Makefile").write_text((root / "Makefile").read_text())
+    hook = clone / ".githooks" / "commit-msg"
+    hook.write_text(HOOK.read_text().replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1))
+    hook.chmod(0o755)
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run(["make", "-C", str(clone), "-s", "hooks"], check=True)
+    configured = subprocess.run(
+        [*git, "config", "core.hooksPath"], capture_output=True, text=True, check=True
+    )
+    assert configured.stdout.strip() == ".githooks"
+    refused = subprocess.run(
+        [*git, "commit", "-q", "--allow-empty", "-m", "test: " + "x" * 67],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "at most 72" in refused.stderr
+    accepted = subprocess.run(
+        [*git, "commit", "-q", "--allow-empty", "-m", "test: a short subject"], check=False
+    )
+    assert accepted.returncode == 0

@@ -9,50 +9,40 @@ from pathlib import Path
 import hetero_constructs
 
 ROOT = Path(__file__).resolve().parents[1]
-# What users write: the constructs, the spec's value objects, one spec reader, one planning
-# entry point (and the violations alone), the errors, the snapshot-test helper, the dashboard, the
-# training-script helper (its metric lines too), and the runs API.
-USER_NAMES = {
-    "HeterogeneousTrainingJob",
-    "HeterogeneousTrainingTask",
-    "HeterogeneousTrainingProps",
-    "HeterogeneousTrainingTaskProps",
-    "HeterogeneousTrainingJobProps",
-    "TrainingRunner",
-    "TrainingDashboard",
-    "CapacityRetry",
-    "enable_deployability_checks",
-    "bucket_uri",
-    "TrainingSpec",
-    "InstanceGroup",
-    "InstanceFallback",
-    "TrainingChannel",
-    "DistributedTraining",
-    "Launcher",
-    "LauncherConfig",
-    "SmddpCollective",
-    "Framework",
-    "TrainingMetric",
-    "load_spec_file",
-    "plan",
-    "validate",
-    "Plan",
-    "SpecValidationError",
-    "Violation",
-    "TrainingErrors",
-    "normalized_template",
-    "HostRole",
-    "TrainingEnvironment",
-    "TrainingEnvironmentError",
-    "MetricsReporter",
-    "TrainingRun",
-    "RunStatus",
-    "RunInputError",
-}
+# What users write is listed once: ``hetero_constructs._LAZY`` (public name -> its module),
+# whose keys are ``__all__``; the type checkers' imports there are checked against it.
+INIT = ROOT / "hetero_constructs" / "__init__.py"
+
+
+def _type_checking_imports() -> dict[str, str]:
+    """The ``if TYPE_CHECKING:`` imports of the package's ``__init__``, as ``_LAZY`` writes
+    them: name -> module, or ``module:name`` when imported as another name."""
+    imports: dict[str, str] = {}
+    for node in ast.parse(INIT.read_text(encoding="utf-8")).body:
+        if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
+            continue
+        for statement in node.body:
+            assert isinstance(statement, ast.ImportFrom) and statement.module
+            for alias in statement.names:
+                public = alias.asname or alias.name
+                defined = "" if alias.name == public else f":{alias.name}"
+                imports[public] = f"{statement.module}{defined}"
+    return imports
 
 
 def test_the_top_level_exports_what_users_write() -> None:
-    assert set(hetero_constructs.__all__) == USER_NAMES
+    assert hetero_constructs.__all__ == sorted(hetero_constructs._LAZY)
+    assert _type_checking_imports() == hetero_constructs._LAZY
+
+
+def test_each_top_level_name_is_what_its_module_defines() -> None:
+    import importlib
+
+    for name, where in hetero_constructs._LAZY.items():
+        module, _, defined_as = where.partition(":")
+        value = getattr(hetero_constructs, name)
+        assert value is getattr(importlib.import_module(module), defined_as or name), name
+        assert (defined_as or name) in importlib.import_module(module).__all__, name
 
 
 def test_no_top_level_name_is_also_an_aws_cdk_lib_name() -> None:
@@ -82,7 +72,7 @@ def test_no_top_level_name_is_also_an_aws_cdk_lib_name() -> None:
         ]
     ]
     cdk_names = {name for module in modules for name in dir(importlib.import_module(module))}
-    assert USER_NAMES & cdk_names == set()
+    assert set(hetero_constructs.__all__) & cdk_names == set()
 
 
 def test_every_module_declares_what_it_exports() -> None:

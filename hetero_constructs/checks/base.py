@@ -2,18 +2,19 @@
 
 A check function takes the ``RuleContext`` and yields ``Finding``s; the runner stamps each
 finding with the rule's id. The docstring's first line is what the rule checks; the catalogue
-in ``docs/rules.md`` is generated from the rule registry (``spec.rule_registry``) each
-rule is registered in too.
+in ``docs/rules.md`` is generated from the one rule registry (``spec.rule_registry``), where
+``rule`` registers each check as a ``Rule``: the catalogue's entry with its check function.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from hetero_constructs.request.context import FEATURES, RuleContext
-from hetero_constructs.spec.rule_registry import SEVERITIES, register_rule
+from hetero_constructs.spec.rule_registry import SEVERITIES, RuleEntry, register, registered_rules
 from hetero_constructs.spec.violations import Violation
 
 
@@ -30,20 +31,25 @@ class Finding(NamedTuple):
 CheckFunction = Callable[[RuleContext], Iterable[Finding]]
 
 
-class Rule(NamedTuple):
-    id: str
-    topic: str
-    title: str
-    details: str
-    source: str
-    example: str
+@dataclass(frozen=True, kw_only=True)
+class Rule(RuleEntry):
+    """A synth-time rule: its catalogue entry (its group is its topic) and its check."""
+
     check: CheckFunction
     backstop: bool = False
-    #: ``error`` (never acknowledged) or ``warning`` (acknowledgeable with a reason).
-    severity: str = "error"
     #: Optional features of a spec (``context.FEATURES``) the rule needs, any one of them, to
     #: find something; empty when it can find something in any spec.
     needs: frozenset[str] = frozenset()
+
+    @property
+    def topic(self) -> str:
+        """The module (or package) of ``checks.rules`` that declares it."""
+        return self.group
+
+    @property
+    def example(self) -> str:
+        """A spec-file fragment that satisfies it."""
+        return self.examples[0]
 
     def run(self, context: RuleContext) -> Iterator[Violation]:
         for finding in self.check(context):
@@ -62,7 +68,9 @@ class Rule(NamedTuple):
         )
 
 
-REGISTRY: list[Rule] = []
+def checks_registered() -> tuple[Rule, ...]:
+    """The synth-time rules registered so far, in registration order."""
+    return tuple(entry for entry in registered_rules() if isinstance(entry, Rule))
 
 
 # Each rule's topic is the module (or package) directly below this one that declares it.
@@ -96,43 +104,34 @@ def rule(
     if not needed <= FEATURES:
         raise ValueError(f"{rule_id}: needs {sorted(needed - FEATURES)}, not in FEATURES")
 
-    def register(check: CheckFunction) -> Rule:
+    def register_check(check: CheckFunction) -> Rule:
         doc = inspect.cleandoc(check.__doc__ or "")
         title, _, details = doc.partition("\n")
         topic = check.__module__.removeprefix(f"{RULES_PACKAGE}.").split(".")[0]
-        registered = Rule(
-            rule_id,
-            topic,
-            title.strip(),
-            details.strip(),
-            source,
-            example,
-            check,
-            backstop,
-            severity,
-            needed,
+        return register(
+            Rule(
+                id=rule_id,
+                group=topic,
+                title=title.strip(),
+                source=source,
+                details=details.strip(),
+                severity=severity,
+                examples=(example,),
+                check=check,
+                backstop=backstop,
+                needs=needed,
+            )
         )
-        REGISTRY.append(registered)
-        register_rule(
-            rule_id,
-            group=topic,
-            title=registered.title,
-            details=registered.details,
-            source=source,
-            severity=severity,
-            examples=(example,),
-        )
-        return registered
 
-    return register
+    return register_check
 
 
 __all__ = [
-    "REGISTRY",
     "RULES_PACKAGE",
     "SEVERITIES",
     "CheckFunction",
     "Finding",
     "Rule",
+    "checks_registered",
     "rule",
 ]

@@ -6,7 +6,7 @@ keep the order they are declared in.
 
 from __future__ import annotations
 
-from hetero_constructs.checks.base import REGISTRY, Finding, Rule, rule
+from hetero_constructs.checks.base import Finding, Rule, checks_registered, rule
 from hetero_constructs.checks.rules import (
     acknowledgments,
     api,
@@ -22,7 +22,7 @@ from hetero_constructs.spec.violations import Violation
 
 TOPICS = (launchers, collectives, cluster, framework, api, values, runs, acknowledgments)
 _TOPIC_ORDER = {topic.__name__.rsplit(".", 1)[-1]: index for index, topic in enumerate(TOPICS)}
-RULES: tuple[Rule, ...] = tuple(sorted(REGISTRY, key=lambda r: _TOPIC_ORDER[r.topic]))
+RULES: tuple[Rule, ...] = tuple(sorted(checks_registered(), key=lambda r: _TOPIC_ORDER[r.topic]))
 _REGULAR = tuple(r for r in RULES if not r.backstop)
 _BACKSTOPS = tuple(r for r in RULES if r.backstop)
 _RULE_TOPICS = {r.id: r.topic for r in RULES}

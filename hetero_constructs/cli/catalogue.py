@@ -115,7 +115,9 @@ def catalogue() -> list[RuleEntry]:
 
 
 def as_dicts() -> list[dict[str, Any]]:
-    return [dataclasses.asdict(entry) for entry in catalogue()]
+    # The catalogue's own fields (a synth-time rule's entry also carries its check function).
+    names = [field.name for field in dataclasses.fields(RuleEntry)]
+    return [{name: getattr(entry, name) for name in names} for entry in catalogue()]
 
 
 def render() -> str:

@@ -21,6 +21,7 @@ from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
 from hetero_constructs.cli.simulation import parse_outcomes
 from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.moto_targets import UnsupportedMoto
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
@@ -56,7 +57,10 @@ def run_local(
     except UnsupportedMoto as error:
         raise CliError(str(error), name="UnsupportedMoto") from None
     with local as cloud:
-        cloud.deploy(template)
+        try:
+            cloud.deploy(template)
+        except AssetError as error:
+            raise CliError(str(error), "AssetError") from None
         for note in cloud.notes:
             out.note(note)
         try:

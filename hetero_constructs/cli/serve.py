@@ -52,6 +52,7 @@ def serve(
     http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM."""
     try:
         from hetero_constructs.local.account import LocalAccount
+        from hetero_constructs.local.deploy.assets import AssetError
         from hetero_constructs.local.moto_targets import UnsupportedMoto
         from hetero_constructs.local.run import template_problem
     except ImportError as error:  # moto comes with the local extra
@@ -79,6 +80,8 @@ def serve(
         raise CliError(str(error), name="UnsupportedMoto") from None
     try:
         account.__enter__()
+    except AssetError as error:
+        raise CliError(str(error), "AssetError") from None
     except OSError as error:  # the port is taken
         raise CliError(
             f"The local account cannot listen on 127.0.0.1:{port} ({error}). Fix: pass another "

@@ -53,18 +53,22 @@ class HeterogeneousTrainingProps:
     digest. Prefixes may not overlap within an app (they scope IAM and event routing)."""
 
     volume_encryption_key: kms.IKey | None = None
-    """KMS key for the ML storage volumes (sets the spec's ``volume_kms_key``)."""
+    """KMS key for the ML storage volumes (sets the spec's ``volume_kms_key``). Default: the
+    spec's ``volume_kms_key``, else SageMaker's default (an AWS managed key)."""
 
     output_encryption_key: kms.IKey | None = None
-    """KMS key for the model artifacts (sets the spec's ``output_kms_key``)."""
+    """KMS key for the model artifacts (sets the spec's ``output_kms_key``). Default: the
+    spec's ``output_kms_key``, else SageMaker's default (the account's AWS managed key
+    for S3)."""
 
     include_runtime_helper: bool = True
-    """Ship ``hetero_runtime`` (the instance-group facts, ``TrainingEnvironment``) in the code."""
+    """Ship ``hetero_runtime`` (the instance-group facts, ``TrainingEnvironment``) in the code.
+    Default: ``True``."""
 
     builtin_metrics: bool = True
     """Add the metric definitions of the lines ``MetricsReporter`` writes (samples per second
     per instance group, the trainers' data-wait fraction) after the spec's own; the dashboard
-    shows them. ``False`` leaves the spec's definitions as they are."""
+    shows them. ``False`` leaves the spec's definitions as they are. Default: ``True``."""
 
     completion_margin: Duration | None = None
     """Time beyond ``max_run`` (or ``max_wait`` with spot) for startup and upload before the wait
@@ -79,7 +83,7 @@ class HeterogeneousTrainingProps:
 
     vpc: ec2.IVpc | None = None
     """Run the jobs in this VPC (instead of the spec's raw ``subnets`` and
-    ``security_group_ids``)."""
+    ``security_group_ids``). Default: the spec's ``subnets``, else no VPC."""
 
     vpc_subnets: ec2.SubnetSelection | None = None
     """Which subnets of ``vpc``. Default: the private ones."""
@@ -90,7 +94,7 @@ class HeterogeneousTrainingProps:
 
     acknowledgments: Mapping[str, str] | None = None
     """Warning rules weighed for this job, rule id -> reason (added to the spec's own); recorded
-    in the template's metadata. Errors cannot be acknowledged."""
+    in the template's metadata. Errors cannot be acknowledged. Default: only the spec's own."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -112,7 +116,7 @@ class HeterogeneousTrainingTaskProps(HeterogeneousTrainingProps):
     a job each without it (docs/lifecycle.md, lanes). Default: none."""
 
     comment: str | None = None
-    """The state's comment."""
+    """The state's comment. Default: none."""
 
     state_name: str | None = None
     """The state's name in the definition. Default: the construct's id."""
@@ -132,13 +136,14 @@ class HeterogeneousTrainingTaskProps(HeterogeneousTrainingProps):
     it)."""
 
     result_selector: Mapping[str, Any] | None = None
-    """JSONPath: the fields of the task's output to keep, as a new object."""
+    """JSONPath: the fields of the task's output to keep, as a new object. Default: all of
+    them."""
 
     assign: Mapping[str, Any] | None = None
-    """Workflow variables to assign."""
+    """Workflow variables to assign. Default: none."""
 
     outputs: Any = None
-    """JSONata: the state's output."""
+    """JSONata: the state's output. Default: the task's output."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -154,17 +159,20 @@ class HeterogeneousTrainingJobProps(HeterogeneousTrainingProps):
     stack's training state machines share the runner's log group."""
 
     include_execution_data: bool = False
-    """Log execution inputs and outputs too. They carry the overrides and task tokens, so this
-    is off by default; on, the log group holds them."""
+    """Log execution inputs and outputs too. They carry the overrides and task tokens; on, the
+    log group holds them. Default: ``False``."""
 
     schedule: events.Schedule | None = None
-    """Start executions on this schedule, with ``schedule_input`` as their input."""
+    """Start executions on this schedule, with ``schedule_input`` as their input. Default: no
+    schedule (executions start when you start them)."""
 
     schedule_input: Mapping[str, Any] | None = None
-    """The execution input (the overrides) of scheduled runs; checked at synth."""
+    """The execution input (the overrides) of scheduled runs; checked at synth. Default: ``{}``
+    (no overrides)."""
 
     alarm_topic: sns.ITopic | None = None
-    """The SNS topic of the alarm on failed, timed-out and aborted executions."""
+    """The SNS topic of the alarm on failed, timed-out and aborted executions. Default: none
+    (the alarm notifies no one; it still shows in CloudWatch)."""
 
 
 class FromSpecFile:

@@ -123,8 +123,8 @@ def region_violations(spec: TrainingSpec, region: str) -> list[Violation]:
 
 def with_builtin_metrics(spec: TrainingSpec) -> tuple[TrainingSpec, list[Violation]]:
     """The spec with the built-in metric definitions after its own (samples per second per
-    group, the trainers' data wait), or, when the two lists do not fit the API together, the
-    spec as it is and the violation that says so."""
+    group, the trainers' data wait, the data hosts' load), or, when the two lists do not fit
+    the API together, the spec as it is and the violation that says so."""
     every = metric_definitions(spec)
     most = service_model.bounds("AlgorithmSpecification.MetricDefinitions").maximum
     own = len(spec.metric_definitions)
@@ -135,7 +135,8 @@ def with_builtin_metrics(spec: TrainingSpec) -> tuple[TrainingSpec, list[Violati
             BUILTIN_METRICS_RULE,
             "metric_definitions",
             f"The spec's {own} metric definitions and the {len(every) - own} built-in ones "
-            f"(samples per second per instance group, the trainers' data wait) are "
+            f"(samples per second per instance group, the trainers' data wait, the data "
+            f"hosts' load) are "
             f"{len(every)}; the CreateTrainingJob API takes at most {most}.",
             own,
             f"at most {most - (len(every) - own)} metric definitions of the spec's own",

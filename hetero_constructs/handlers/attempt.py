@@ -13,12 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from hetero_constructs.handlers import outcome
 from hetero_constructs.handlers.data_secret import DATA_SECRET_ENV
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.naming import RunSlot
+from hetero_constructs.run.training_job import describe_training_job as describe
 
 if TYPE_CHECKING:
     from hetero_constructs.spec.violations import Violation
@@ -137,15 +135,6 @@ def with_markers(request: dict[str, Any], run: Run, attempt: int) -> dict[str, A
     markers = marker_tags(run, attempt, request)
     user_tags = [t for t in request.get("Tags", []) if t["Key"] not in _MARKER_KEYS]
     return {**request, "Tags": [*user_tags, *({"Key": k, "Value": v} for k, v in markers.items())]}
-
-
-def describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
-    try:
-        return dict(sagemaker.describe_training_job(TrainingJobName=name))
-    except ClientError as error:
-        if outcome.error_code(error) in ("ValidationException", "ResourceNotFound"):
-            return None
-        raise
 
 
 def is_ours(sagemaker: Any, job: dict[str, Any], run: Run, attempt: int, request: Any) -> bool:

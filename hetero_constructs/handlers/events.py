@@ -30,6 +30,7 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.handlers import control, environment, outcome, token_store
 from hetero_constructs.run import lifecycle
+from hetero_constructs.run.training_job import describe_training_job as _describe
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,15 +42,6 @@ MAX_KEY = 2048
 CREATION_GRACE_SECONDS = 15 * 60
 # An item that does not parse is kept this long after it is reported (for a look at it).
 QUARANTINE_SECONDS = 14 * 24 * 3600
-
-
-def _describe(sagemaker: Any, name: str) -> dict[str, Any] | None:
-    try:
-        return dict(sagemaker.describe_training_job(TrainingJobName=name))
-    except ClientError as error:
-        if outcome.error_code(error) in ("ValidationException", "ResourceNotFound"):
-            return None
-        raise
 
 
 def _stop(sagemaker: Any, name: str) -> str:

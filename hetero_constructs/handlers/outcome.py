@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.handlers import token_store
 from hetero_constructs.run import lifecycle
+from hetero_constructs.run.training_job import error_code
 
 TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
 MAX_CAUSE = 32768
@@ -25,10 +26,6 @@ _CUT_CAUSE_VALUE = 4096
 _TASK_GONE = ("TaskDoesNotExist", "TaskTimedOut", "InvalidToken")
 # A slot outlives its jobs: it is kept for the longest a run can retry (28-day jobs and more).
 SLOT_TTL_SECONDS = 60 * 24 * 3600
-
-
-def error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 def send_failure(stepfunctions: Any, task_token: str, error: str, cause: dict[str, Any]) -> str:

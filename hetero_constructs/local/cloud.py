@@ -27,8 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from hetero_constructs.local import moto_gaps, moto_targets
+from hetero_constructs.local.deploy.assets import (
+    Environment,
+    FileAsset,
+    publish_template_assets,
+)
 from hetero_constructs.local.deploy.create import Deployer, StateMachine, scratch_folder
 from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, detect_region
+from hetero_constructs.local.deploy.template import Template
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import Lambdas
@@ -65,6 +71,7 @@ class LocalCloud:
         self.definitions: dict[str, Any] = {}  # the definitions as deployed, by ARN
         self.deployed: list[StateMachine] = []
         self.resolvers: list[Resolver] = []
+        self.assets: list[FileAsset] = []  # published into the local S3 by ``deploy``
         self.notes: list[str] = []
         self.bus = EventBus(self._invoke_target, self._send, self.account, self.region)
         self.faults = Faults(self.bus)
@@ -139,37 +146,31 @@ class LocalCloud:
         *,
         template_dir: Path | None = None,
     ) -> dict[str, str]:
-        """Create the template's resources; their ``Ref`` values by logical id.
+        """Publish the template's assets into the local S3 (as ``cdk deploy`` does, see
+        ``deploy.assets``; ``AssetError`` names a missing one), then create its resources;
+        their ``Ref`` values by logical id.
 
         ``template``: the template, or the path of a synthesized one
-        (``cdk.out/<Stack>.template.json``).
-        ``template_dir``: the folder it was synthesized into, when ``template`` is a dict (Lambda
-        asset paths are relative to it).
+        (``cdk.out/<Stack>.template.json``): all its stack's assets are published.
+        ``template_dir``: the folder it was synthesized into, when ``template`` is a dict (the
+        assets there that it names are published).
         """
-        path: Path | None = None
-        if isinstance(template, str | os.PathLike):
-            path = Path(template)
-            body = json.loads(path.read_text())
-            template_dir = template_dir or path.parent
-        else:
-            body = dict(template)
-            if template_dir is not None:
-                path = Path(template_dir) / "template.json"
+        loaded = Template.load(template, template_dir)
+        body = loaded.body
         if not self._region_fixed and not self.resolvers:
-            self.region = detect_region(body, path if path and path.is_file() else None)
+            self.region = detect_region(body, loaded.path)
             os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = self.region
             self.bus._region = self.training._region = self.lambdas._region = self.region
             self.training._logs.region = self.region
-        stack_name = path.name.split(".")[0] if path and path.is_file() else "LocalStack"
-        resolver = Resolver(body, region=self.region, account=self.account, stack_name=stack_name)
-        deployer = Deployer(
-            body,
-            resolver,
-            Path(template_dir) if template_dir else None,
-            self.lambdas,
-            self.bus,
-            self._scratch / f"stack{len(self.resolvers)}",
+        resolver = Resolver(
+            body, region=self.region, account=self.account, stack_name=loaded.stack_name
         )
+        where = Environment(self.account, self.region, resolver.partition)
+        assets, notes = publish_template_assets(body, loaded.path, loaded.assembly, where)
+        self.assets.extend(assets)
+        self.notes.extend(notes)
+        scratch = self._scratch / f"stack{len(self.resolvers)}"
+        deployer = Deployer(body, resolver, loaded.assembly, self.lambdas, self.bus, scratch)
         stack = deployer.deploy()
         self.resolvers.append(resolver)
         for machine in stack.state_machines:

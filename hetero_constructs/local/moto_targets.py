@@ -141,6 +141,8 @@ USED: tuple[Target, ...] = (
     Target("moto.events.models", "EventPattern.matches_event", "(self, event)"),
     Target("moto.logs.exceptions", "ResourceAlreadyExistsException"),
     Target("moto.logs.models", "logs_backends"),
+    Target("moto.s3.exceptions", "MissingBucket"),
+    Target("moto.s3.models", "s3_backends"),
     Target("moto.sagemaker", "exceptions"),
     Target("moto.sagemaker.models", "SageMakerModelBackend"),
     Target("moto.sagemaker.responses", "SageMakerResponse"),

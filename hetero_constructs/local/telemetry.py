@@ -2,7 +2,8 @@
 
 A local job has no container, so this writes the lines its hosts would: each host's start line
 (``MetricsReporter``), one interval line per host and minute with samples per second and, for
-trainers, the data-wait fraction, and a line for each of the spec's own metric definitions
+trainers, the data-wait fraction (for data hosts, the line ``serve`` writes of their workers'
+time), and a line for each of the spec's own metric definitions
 where one can be written from its regular expression. Then it does what SageMaker does with the
 job's ``MetricDefinitions``: applies every regex to every line, publishes the captured values
 to CloudWatch (namespace ``/aws/sagemaker/TrainingJobs``, dimension ``TrainingJobName``) and
@@ -14,7 +15,7 @@ A local job lasts seconds: its hosts' lines are logged at its end (each host's s
 first), and their values go to CloudWatch on a timeline of at least ``MIN_SPAN`` up to it, so
 that one-minute periods give each metric values over time. The numbers are made up but plausible
 and the same for the same cluster: the trainers' data wait falls as the data hosts warm up,
-and samples per second rise with it.
+and samples per second rise with it, as the data hosts' producers get busier.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Any
 
 from hetero_constructs.local.simulation import LogWriter, hosts
 from hetero_constructs.run.metrics import group_of_metric
-from hetero_constructs.runtime.metrics import interval_line, start_line
+from hetero_constructs.runtime.metrics import data_host_line, interval_line, start_line
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 HOMOGENEOUS = "homogeneousCluster"
@@ -189,6 +190,10 @@ class JobTelemetry:
                 speed = _value(rng, progress, "samples_per_second", host.trains)
                 wait = _value(rng, progress, "data_wait_fraction", True) if host.trains else None
                 by_host[host.name].append((moment, interval_line(host.group, speed, wait)))
+                if not host.trains:  # no random draw: the other numbers stay as they were
+                    load = (0.55 + 0.4 * progress, 0.4 * (1 - progress), 0.02)
+                    line = data_host_line(host.group, host.name, load, speed / 32, speed * 12288)
+                    by_host[host.name].append((moment, line))
             # The spec's own metrics: a line on the first host, where one can be written.
             for definition in own:
                 value = round(2.0 * (1 - progress) + 0.1, 4)

@@ -2,6 +2,10 @@
 
 The builder is total over well-typed specs: it never raises, so rules can inspect the request
 of an invalid spec. Only a spec without violations should be sent.
+
+A field declared with its API member (``spec_field(api=...)``, ``request.api_fields``) is sent
+as it is, from its declaration alone; this module builds the parts the API takes in a shape of
+their own (the cluster, channels, hyperparameters, image, VPC, tags, ...).
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from hetero_constructs.request import hyperparameters as hp
+from hetero_constructs.request.api_fields import api_fields
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.request.image_uri import image_repository, training_image
 from hetero_constructs.service import catalog
@@ -43,14 +48,16 @@ def request_of(context: RuleContext) -> dict[str, Any]:
 def build_request(context: RuleContext) -> dict[str, Any]:
     spec = context.spec
     name = job_name(context)
+    # The members in the order the API documents them; those sent as they are fill in below.
+    algorithm: dict[str, Any] = {"TrainingImage": training_image(context) or IMAGE_PLACEHOLDER}
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "HyperParameters": hp.encoded_hyperparameters(context, name),
-        "AlgorithmSpecification": _algorithm(context),
+        "AlgorithmSpecification": algorithm,
         "RoleArn": context.role_arn or "",
-        "OutputDataConfig": _output(context),
-        "ResourceConfig": _resources(context),
-        "StoppingCondition": _stopping(context),
+        "OutputDataConfig": {"S3OutputPath": context.output_path or ""},
+        "ResourceConfig": _cluster(context),
+        "StoppingCondition": {},
     }
     channels = _channels(context, name)
     if channels:
@@ -63,47 +70,43 @@ def build_request(context: RuleContext) -> dict[str, Any]:
             "SecurityGroupIds": list(spec.security_group_ids),
             "Subnets": list(spec.subnets),
         }
-    if spec.enable_network_isolation:
-        request["EnableNetworkIsolation"] = True
-    if spec.encrypt_inter_container_traffic:
-        request["EnableInterContainerTrafficEncryption"] = True
-    if spec.use_spot_instances:
-        request["EnableManagedSpotTraining"] = True
-    if spec.checkpoint_s3_uri:
-        checkpoint = {"S3Uri": spec.checkpoint_s3_uri}
-        if spec.checkpoint_local_path:
-            checkpoint["LocalPath"] = spec.checkpoint_local_path
-        request["CheckpointConfig"] = checkpoint
-    if spec.max_retry_attempts is not None:
-        request["RetryStrategy"] = {"MaximumRetryAttempts": spec.max_retry_attempts}
+    _send_as_they_are(context, request)
+    if spec.checkpoint_local_path and "CheckpointConfig" in request:
+        # Only beside the S3 location the API requires (API-CHECKPOINT reports it alone).
+        request["CheckpointConfig"]["LocalPath"] = spec.checkpoint_local_path
+    _algorithm_metrics(context, algorithm)
     if spec.tags:
         request["Tags"] = [{"Key": key, "Value": value} for key, value in spec.tags.items()]
     return request
 
 
-def _algorithm(context: RuleContext) -> dict[str, Any]:
+def _send_as_they_are(context: RuleContext, request: dict[str, Any]) -> None:
+    """Each field declared with its API member, under that member, when it is set."""
     spec = context.spec
-    algorithm: dict[str, Any] = {
-        "TrainingImage": training_image(context) or IMAGE_PLACEHOLDER,
-        "TrainingInputMode": spec.input_mode,
-    }
+    for field in api_fields(type(spec)):
+        value = getattr(spec, field.name)
+        if not field.is_set(value):
+            continue
+        if field.integer:
+            value = _integer(context, value)
+        *parents, member = field.steps
+        target = request
+        for step in parents:
+            target = target.setdefault(step, {})
+        target[member] = value
+
+
+def _algorithm_metrics(context: RuleContext, algorithm: dict[str, Any]) -> None:
+    spec = context.spec
     if catalog.metrics_time_series_supported(spec.framework, context.version):
         algorithm["EnableSageMakerMetricsTimeSeries"] = True
     if spec.metric_definitions:
         algorithm["MetricDefinitions"] = [
             {"Name": metric.name, "Regex": metric.regex} for metric in spec.metric_definitions
         ]
-    return algorithm
 
 
-def _output(context: RuleContext) -> dict[str, Any]:
-    output: dict[str, Any] = {"S3OutputPath": context.output_path or ""}
-    if context.spec.output_kms_key:
-        output["KmsKeyId"] = context.spec.output_kms_key
-    return output
-
-
-def _resources(context: RuleContext) -> dict[str, Any]:
+def _cluster(context: RuleContext) -> dict[str, Any]:
     spec = context.spec
     resources: dict[str, Any] = {}
     if spec.instance_groups:
@@ -120,22 +123,7 @@ def _resources(context: RuleContext) -> dict[str, Any]:
             resources["InstanceType"] = spec.instance_type
         if spec.instance_count is not None:
             resources["InstanceCount"] = _integer(context, spec.instance_count)
-    resources["VolumeSizeInGB"] = _integer(context, spec.volume_size)
-    if spec.volume_kms_key:
-        resources["VolumeKmsKeyId"] = spec.volume_kms_key
-    if spec.training_plan_arn:
-        resources["TrainingPlanArn"] = spec.training_plan_arn
-    if spec.keep_alive_period_in_seconds is not None:
-        resources["KeepAlivePeriodInSeconds"] = _integer(context, spec.keep_alive_period_in_seconds)
     return resources
-
-
-def _stopping(context: RuleContext) -> dict[str, Any]:
-    spec = context.spec
-    stopping: dict[str, Any] = {"MaxRuntimeInSeconds": _integer(context, spec.max_run)}
-    if spec.max_wait is not None:
-        stopping["MaxWaitTimeInSeconds"] = _integer(context, spec.max_wait)
-    return stopping
 
 
 def _channel(channel: TrainingChannel, s3_uri: str, groups: tuple[str, ...]) -> dict[str, Any]:

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from hetero_constructs.service import catalog
 from hetero_constructs.spec._directory_memo import LISTINGS
 from hetero_constructs.spec.cluster import InstanceGroup
 from hetero_constructs.spec.distribution import Launcher, LauncherConfig, SmddpCollective
+from hetero_constructs.spec.schema import schema_of
 from hetero_constructs.spec.training import TrainingSpec
 
 TokenPredicate = Callable[[Any], bool]
@@ -72,25 +73,38 @@ def _present(value: Any) -> bool:
 # -- Optional features -------------------------------------------------------------------------
 # A rule about an optional part of a spec (its tags, a VPC, a launcher, ...) names the features
 # it needs (``rule(needs=...)``): it can find something only in a spec that uses one of them,
-# so the runner skips it for the others. A feature is named by its spec-file key.
+# so the runner skips it for the others. A feature is named by its spec-file key: every
+# optional field of the spec (one whose default is no value: ``None`` or an empty collection,
+# read from its declaration), and the distribution's launchers and options.
 LAUNCHER_OPTIONS = ("custom_mpi_options", "processes_per_host")
 MODEL_PARALLEL = "smdistributed.modelparallel"
 SMDDP_COLLECTIVE = "smddp_collective"
+
+
+def optional_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """The fields of spec class ``cls`` whose default is no value, each with whether that
+    default is an empty collection (else it is ``None``)."""
+    return _optional_fields(cls)
+
+
+# Cached per class behind a plain function: mypy takes no frozen dataclass class as Hashable.
+@cache
+def _optional_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    return tuple(
+        (declared.name, declared.default is not None)
+        for declared in schema_of(cls)
+        if declared.default is None
+        or (isinstance(declared.default, tuple | Mapping) and not declared.default)
+    )
+
+
 FEATURES = frozenset(
     {
         *Launcher,
         *LAUNCHER_OPTIONS,
         MODEL_PARALLEL,
         SMDDP_COLLECTIVE,
-        "tags",
-        "acknowledgments",
-        "metric_definitions",
-        "subnets",
-        "security_group_ids",
-        "volume_kms_key",
-        "output_kms_key",
-        "checkpoint_local_path",
-        "keep_alive_period_in_seconds",
+        *(name for name, _ in optional_fields(TrainingSpec)),
     }
 )
 
@@ -111,24 +125,10 @@ def spec_features(spec: TrainingSpec) -> frozenset[str]:
             used.append(MODEL_PARALLEL)
         if distribution.smddp_collectives:
             used.append(SMDDP_COLLECTIVE)
-    if spec.tags:
-        used.append("tags")
-    if spec.acknowledgments:
-        used.append("acknowledgments")
-    if spec.metric_definitions:
-        used.append("metric_definitions")
-    if spec.subnets:
-        used.append("subnets")
-    if spec.security_group_ids:
-        used.append("security_group_ids")
-    if spec.volume_kms_key is not None:
-        used.append("volume_kms_key")
-    if spec.output_kms_key is not None:
-        used.append("output_kms_key")
-    if spec.checkpoint_local_path is not None:
-        used.append("checkpoint_local_path")
-    if spec.keep_alive_period_in_seconds is not None:
-        used.append("keep_alive_period_in_seconds")
+    for name, collection in optional_fields(type(spec)):
+        value = getattr(spec, name)
+        if value if collection else value is not None:
+            used.append(name)
     return frozenset(used)
 
 
@@ -361,5 +361,6 @@ __all__ = [
     "RuleContext",
     "TokenPredicate",
     "never_a_token",
+    "optional_fields",
     "spec_features",
 ]

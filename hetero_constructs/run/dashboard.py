@@ -3,7 +3,9 @@
 One row per instance group: GPU utilisation and GPU memory for a GPU group, CPU utilisation and
 memory for a CPU group (SageMaker's host metrics, namespace ``/aws/sagemaker/TrainingJobs``,
 dimension ``Host``), then the group's samples per second and, for a group that trains, its data
-wait (the built-in metric definitions, dimension ``TrainingJobName``). Then a row of the spec's
+wait, or for a data group its hosts' load: the shares of their workers' time spent producing,
+waiting for the trainers' credits and blocked sending (the built-in metric definitions,
+dimension ``TrainingJobName``). Then a row of the spec's
 own metrics, and one for the runner: executions started, succeeded and failed, and the dead
 letters.
 
@@ -26,7 +28,11 @@ from typing import Any
 
 from hetero_constructs.run.metrics import GroupMetrics, metric_name
 from hetero_constructs.run.naming import job_name_stem
-from hetero_constructs.runtime.metrics import DATA_WAIT_FRACTION, SAMPLES_PER_SECOND
+from hetero_constructs.runtime.metrics import (
+    DATA_HOST_NUMBERS,
+    DATA_WAIT_FRACTION,
+    SAMPLES_PER_SECOND,
+)
 from hetero_constructs.service.catalog import is_gpu
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -111,7 +117,10 @@ def _group_row(inputs: DashboardInputs, group: GroupMetrics, y: int) -> list[dic
         for index, (metric, what) in enumerate(host_metrics)
     ]
     if inputs.builtin_metrics:
+        load = [number for number in group.numbers if number in DATA_HOST_NUMBERS]
         for number in group.numbers:
+            if number in load:
+                continue
             widgets.append(
                 _searched(
                     inputs,
@@ -121,6 +130,25 @@ def _group_row(inputs: DashboardInputs, group: GroupMetrics, y: int) -> list[dic
                     len(widgets) * _WIDTH,
                     y,
                 )
+            )
+        if load:  # one graph: the shares of the data hosts' time, side by side
+            pattern = run_pattern(inputs.job_name_prefix)
+            expressions = [
+                {
+                    "expression": _search(
+                        "TrainingJobName",
+                        metric_name(group.name, number),
+                        pattern,
+                        inputs.period_seconds,
+                    ),
+                    "id": f"e{index + 1}",
+                    "label": number,
+                }
+                for index, number in enumerate(load)
+            ]
+            title = f"{group.name}: data hosts' time (producing, credit wait, send blocked)"
+            widgets.append(
+                _graph(inputs, title, [[e] for e in expressions], len(widgets) * _WIDTH, y)
             )
     return widgets
 

@@ -3,9 +3,11 @@
 
 The training script's ``MetricsReporter`` (``hetero_constructs.runtime.metrics``) writes one
 start line per host and interval lines per group; SageMaker turns the interval lines into the
-job's metrics through the definitions made here, two per instance group that trains and one per
+job's metrics through the definitions made here, two per instance group that trains and four per
 group that only serves data. Their names are ``<group>:samples_per_second`` and
-``<group>:data_wait_fraction``: the dashboard, local runs and the command line use these
+``<group>:data_wait_fraction`` for the trainers, and for the data hosts (the lines
+``runtime.data.serve`` writes) ``<group>:producing_fraction``, ``<group>:credit_wait_fraction``
+and ``<group>:send_blocked_fraction``: the dashboard, local runs and the command line use these
 functions, never the names spelled out.
 """
 
@@ -18,14 +20,19 @@ from typing import Any
 
 from hetero_constructs.runtime.config import HOMOGENEOUS_GROUP
 from hetero_constructs.runtime.metrics import (
+    DATA_HOST_NUMBERS,
     DATA_WAIT_FRACTION,
     SAMPLES_PER_SECOND,
     metric_regex,
 )
 from hetero_constructs.spec.training import TrainingMetric, TrainingSpec
 
-#: The built-in numbers of an interval line, in the order the definitions list them.
-BUILTIN_NUMBERS = (SAMPLES_PER_SECOND, DATA_WAIT_FRACTION)
+#: The built-in numbers of a training group, in the order the definitions list them.
+TRAINER_NUMBERS = (SAMPLES_PER_SECOND, DATA_WAIT_FRACTION)
+#: The built-in numbers of a data group: its samples per second and its hosts' own load.
+DATA_GROUP_NUMBERS = (SAMPLES_PER_SECOND, *DATA_HOST_NUMBERS)
+#: Every built-in number.
+BUILTIN_NUMBERS = (*TRAINER_NUMBERS, *DATA_HOST_NUMBERS)
 
 
 @dataclass(frozen=True)
@@ -39,7 +46,7 @@ class GroupMetrics:
 
     @property
     def numbers(self) -> tuple[str, ...]:
-        return BUILTIN_NUMBERS if self.trains else (SAMPLES_PER_SECOND,)
+        return TRAINER_NUMBERS if self.trains else DATA_GROUP_NUMBERS
 
 
 def metric_name(group: str, number: str) -> str:
@@ -149,6 +156,8 @@ def select_group(names: Sequence[str], group: str | None, groups: Iterable[str])
 
 __all__ = [
     "BUILTIN_NUMBERS",
+    "DATA_GROUP_NUMBERS",
+    "TRAINER_NUMBERS",
     "GroupMetrics",
     "MetricValue",
     "builtin_metric_definitions",

@@ -11,7 +11,8 @@ import boto3
 import botocore.loaders
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import ClientError
+
+from hetero_constructs.run.training_job import error_code
 
 # The SDK's standard retry mode rides out throttling while a run is followed.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8})
@@ -65,10 +66,6 @@ class RunClients:
             )
 
         return cls(client("stepfunctions"), client("sagemaker"), client("logs"))
-
-
-def error_code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))
 
 
 __all__ = [

@@ -20,7 +20,7 @@ from botocore.exceptions import ClientError
 
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.metrics import final_metrics
-from hetero_constructs.runs.clients import error_code
+from hetero_constructs.run.training_job import describe_training_job, error_code
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
 ATTEMPT_TAG = lifecycle.TAG_ATTEMPT
@@ -321,13 +321,11 @@ class JobFinder:
 
 def describe_job(sagemaker: Any, job: TrainingJob) -> None:
     """Refresh ``job`` with DescribeTrainingJob (kept as it was when the job is gone)."""
-    try:
-        job.description = sagemaker.describe_training_job(TrainingJobName=job.name)
-    except ClientError as error:
-        if error_code(error) not in ("ValidationException", "ResourceNotFound"):
-            raise
+    description = describe_training_job(sagemaker, job.name)
+    if description is None:
         return
-    job.arn = job.arn or job.description.get("TrainingJobArn")
+    job.description = description
+    job.arn = job.arn or description.get("TrainingJobArn")
 
 
 def _attempt_order(job: TrainingJob) -> tuple[int, str]:

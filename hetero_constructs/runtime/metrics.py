@@ -53,6 +53,12 @@ if TYPE_CHECKING:
 LINE_PREFIX = "[hetero-train]"
 SAMPLES_PER_SECOND = "samples_per_second"
 DATA_WAIT_FRACTION = "data_wait_fraction"
+#: A data host's own load, written by ``runtime.data.serve``: the share of its workers' time
+#: spent producing batches, waiting for the trainers' credits, and blocked on full sockets.
+PRODUCING_FRACTION = "producing_fraction"
+CREDIT_WAIT_FRACTION = "credit_wait_fraction"
+SEND_BLOCKED_FRACTION = "send_blocked_fraction"
+DATA_HOST_NUMBERS = (PRODUCING_FRACTION, CREDIT_WAIT_FRACTION, SEND_BLOCKED_FRACTION)
 #: A number as the lines write it (and as a metric definition captures it).
 NUMBER_PATTERN = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
 #: The start line: host, group, role and instance type, each a word without spaces.
@@ -98,12 +104,44 @@ def interval_line(
     return line
 
 
+def data_host_line(
+    instance_group: str,
+    host: str,
+    fractions: tuple[float, float, float],
+    batches_per_second: float,
+    bytes_per_second: float,
+) -> str:
+    """One interval of one data host's own load (``fractions``: producing, waiting for
+    credits, blocked sending, each a share of its workers' time)."""
+    numbers = " ".join(
+        f"{name}={_number(min(1.0, value))}"
+        for name, value in zip(DATA_HOST_NUMBERS, fractions, strict=True)
+    )
+    return (
+        f"{LINE_PREFIX} instance_group={line_word(instance_group)} data_host={line_word(host)} "
+        f"{numbers} batches_per_second={_number(batches_per_second)} "
+        f"bytes_per_second={_number(bytes_per_second)}"
+    )
+
+
+def data_rank_line(instance_group: str, host: str, rank: int, batches: int, size: int) -> str:
+    """What one data host sent one training rank so far (batches and payload bytes)."""
+    return (
+        f"{LINE_PREFIX} instance_group={line_word(instance_group)} data_host={line_word(host)} "
+        f"rank={int(rank)} batches={int(batches)} bytes={int(size)}"
+    )
+
+
 def metric_regex(instance_group: str, name: str) -> str:
-    """The regular expression that captures ``name`` (one of the two numbers) of a group's
+    """The regular expression that captures ``name`` (a built-in number) of a group's
     interval lines: what the metric definitions hold, and what tests match the lines with."""
     head = re.escape(f"{LINE_PREFIX} instance_group={line_word(instance_group)} ")
     if name == DATA_WAIT_FRACTION:
         head += rf"{SAMPLES_PER_SECOND}=\S+ "
+    if name in DATA_HOST_NUMBERS:
+        head += r"data_host=\S+ "
+        for before in DATA_HOST_NUMBERS[: DATA_HOST_NUMBERS.index(name)]:
+            head += rf"{before}=\S+ "
     return f"{head}{name}=({NUMBER_PATTERN})"
 
 
@@ -248,13 +286,19 @@ class MetricsReporter:
 
 
 __all__ = [
+    "CREDIT_WAIT_FRACTION",
+    "DATA_HOST_NUMBERS",
     "DATA_WAIT_FRACTION",
     "DEFAULT_INTERVAL_SECONDS",
     "LINE_PREFIX",
     "NUMBER_PATTERN",
+    "PRODUCING_FRACTION",
     "SAMPLES_PER_SECOND",
+    "SEND_BLOCKED_FRACTION",
     "START_LINE",
     "MetricsReporter",
+    "data_host_line",
+    "data_rank_line",
     "interval_line",
     "line_word",
     "metric_regex",

@@ -2,14 +2,17 @@
 
 Each layer registers the rules it reports where it reports them: the spec file's and the
 types' rules (``spec``), the execution input's (``run.overrides``), the synth-time checks
-(``checks.base.rule``), the constructs' (``checks.construct_rules``) and the deployability
-quotas (``deployability.quota.quota``). ``hetero-train rules`` and ``docs/rules.md`` are
-generated from it (``cli.catalogue``); a violation's rule id is always one of these.
+(``checks.base.rule``, whose entries carry their check function: ``checks.base.Rule``), the
+constructs' (``checks.construct_rules``) and the deployability quotas
+(``deployability.quota.quota``). ``hetero-train rules`` and ``docs/rules.md`` are generated
+from it (``cli.catalogue``), the synth-time checks run from it (``checks.registry``); a
+violation's rule id is always one of these.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 SEVERITIES = ("error", "warning")
 
@@ -43,6 +46,18 @@ class RuleEntry:
 
 _REGISTRY: dict[str, RuleEntry] = {}
 
+E = TypeVar("E", bound=RuleEntry)
+
+
+def register(entry: E) -> E:
+    """Register a rule (an entry, or a richer one of a layer above); returns it."""
+    if entry.severity not in SEVERITIES:
+        raise ValueError(f"{entry.id}: severity {entry.severity!r} is not one of {SEVERITIES}")
+    if entry.id in _REGISTRY:
+        raise RuntimeError(f"duplicate rule id {entry.id}")
+    _REGISTRY[entry.id] = entry
+    return entry
+
 
 def register_rule(
     rule_id: str,
@@ -55,12 +70,7 @@ def register_rule(
     examples: tuple[str, ...] = (),
 ) -> str:
     """Register a rule id with its doc; returns the id (``TYPE_RULE = register_rule(...)``)."""
-    if severity not in SEVERITIES:
-        raise ValueError(f"{rule_id}: severity {severity!r} is not one of {SEVERITIES}")
-    if rule_id in _REGISTRY:
-        raise RuntimeError(f"duplicate rule id {rule_id}")
-    _REGISTRY[rule_id] = RuleEntry(rule_id, group, title, source, details, severity, examples)
-    return rule_id
+    return register(RuleEntry(rule_id, group, title, source, details, severity, examples)).id
 
 
 def registered_rules() -> tuple[RuleEntry, ...]:
@@ -78,7 +88,9 @@ __all__ = [
     "EXECUTION_INPUT",
     "SEVERITIES",
     "SPEC_FILE",
+    "E",
     "RuleEntry",
+    "register",
     "register_rule",
     "registered_rules",
     "rule_entry",

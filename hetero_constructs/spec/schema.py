@@ -2,18 +2,24 @@
 
 A field is declared in its class with ``spec_field(type, doc=..., ...)``: its type (how a
 value is checked and normalized, and what shape it has in a spec file), its default, its
-file key, its name in the SageMaker Python SDK and its doc. From that one declaration come
-the type checks (``check_fields``, run by every spec object when it is built), the spec-file
-reader's keys and its required keys (``spec.file.reader``), the writer (``spec.file.writer``)
-and the field reference (``docs/spec-fields.md``, ``field_reference``).
+file key, its name in the SageMaker Python SDK, the CreateTrainingJob member it is sent as
+(``api=``) and its doc. From that one declaration come the type checks (``check_fields``, run
+by every spec object when it is built), the spec-file reader's keys and its required keys
+(``spec.file.reader``), the writer (``spec.file.writer``), the field reference
+(``docs/spec-fields.md``, ``spec.reference``) and, for a field with ``api=``, its place in the
+request (``request.builder``), its API type (``checks.rules.values``) and, for an optional
+field, the optional feature rules may need (``request.context``).
 
 Adding a field is one declaration; a field of a new shape (neither a value, a list of
-strings nor a mapping) also needs its reader and writer in ``spec.file``.
+strings nor a mapping) also needs its reader and writer in ``spec.file``, and one the request
+takes in a shape of its own (not as is under ``api=``) its part of the request builder.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
@@ -124,6 +130,10 @@ class SpecField:
     file_required: bool
     #: Other keys of a spec file read into it (an SDK spelling, a key of its own).
     extra_file_keys: tuple[str, ...]
+    #: The CreateTrainingJob member the value is sent as, as it is, when set (a dotted path,
+    #: ``"ResourceConfig.KeepAlivePeriodInSeconds"``); ``None``: the request builder shapes
+    #: it (or it is not sent). Its type is the model's (botocore), never restated here.
+    api: str | None = None
 
     @property
     def key(self) -> str:
@@ -147,6 +157,8 @@ class SpecField:
 
 
 _SCHEMA = "hetero_constructs.schema"
+# A member path of the request: structure members by name, dot-separated (no lists or maps).
+_API_PATH = re.compile(r"[A-Z][A-Za-z0-9]*(\.[A-Z][A-Za-z0-9]*)*")
 
 
 def spec_field(
@@ -159,8 +171,18 @@ def spec_field(
     sdk: str | _Same | None = SAME,
     file_required: bool = False,
     extra_file_keys: tuple[str, ...] = (),
+    api: str | None = None,
 ) -> Any:
-    """Declare a field of a spec object (a ``dataclasses.field`` carrying its schema)."""
+    """Declare a field of a spec object (a ``dataclasses.field`` carrying its schema).
+
+    ``api`` names the CreateTrainingJob member the value is sent as when it is set (a value
+    other than ``None``, ``""`` or ``False``; a field with another default is always sent).
+    """
+    if api is not None and not _API_PATH.fullmatch(api):
+        raise ValueError(
+            f"api={api!r} is not a member path of the request: use the API's member names, "
+            'dot-separated, e.g. "ResourceConfig.KeepAlivePeriodInSeconds"'
+        )
     declared = {
         "type": type,
         "doc": doc,
@@ -168,6 +190,7 @@ def spec_field(
         "sdk": sdk,
         "file_required": file_required,
         "extra_file_keys": extra_file_keys,
+        "api": api,
     }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata={_SCHEMA: declared})
@@ -202,6 +225,7 @@ def spec_object(cls: C) -> C:
                 default=default,
                 file_required=declared["file_required"],
                 extra_file_keys=declared["extra_file_keys"],
+                api=declared["api"],
             )
         )
     built.__spec_fields__ = tuple(fields)
@@ -233,6 +257,7 @@ def check_fields(instance: Any) -> None:
     checker.done()
 
 
+@functools.cache
 def file_keys(cls: type) -> frozenset[str]:
     """The keys a spec file's mapping for ``cls`` may have."""
     return frozenset(

@@ -145,13 +145,22 @@ class TrainingSpec:
         STRING, default=None, doc="The prefix of each job's name."
     )
     volume_size: int = spec_field(
-        INTEGER, default=30, doc="GB of storage per instance (ResourceConfig.VolumeSizeInGB)."
+        INTEGER,
+        default=30,
+        api="ResourceConfig.VolumeSizeInGB",
+        doc="GB of storage per instance.",
     )
     max_run: int = spec_field(
-        INTEGER, default=86400, doc="Seconds the job may run (MaxRuntimeInSeconds)."
+        INTEGER,
+        default=86400,
+        api="StoppingCondition.MaxRuntimeInSeconds",
+        doc="Seconds the job may run.",
     )
     input_mode: str = spec_field(
-        STRING, default="File", doc="How channels reach the container: File, Pipe, FastFile."
+        STRING,
+        default="File",
+        api="AlgorithmSpecification.TrainingInputMode",
+        doc="How channels reach the container: File, Pipe, FastFile.",
     )
     container_log_level: int = spec_field(
         INTEGER, default=20, doc="The training toolkit's log level (logging's numbers)."
@@ -169,33 +178,55 @@ class TrainingSpec:
         STRING_LIST, default=(), doc="VPC security group ids (with subnets)."
     )
     volume_kms_key: str | None = spec_field(
-        STRING, default=None, doc="The KMS key of the instances' storage volumes."
+        STRING,
+        default=None,
+        api="ResourceConfig.VolumeKmsKeyId",
+        doc="The KMS key of the instances' storage volumes.",
     )
     output_kms_key: str | None = spec_field(
-        STRING, default=None, doc="The KMS key of the model artifacts."
+        STRING,
+        default=None,
+        api="OutputDataConfig.KmsKeyId",
+        doc="The KMS key of the model artifacts.",
     )
     enable_network_isolation: bool = spec_field(
-        BOOLEAN, default=False, doc="No network access from the training container."
+        BOOLEAN,
+        default=False,
+        api="EnableNetworkIsolation",
+        doc="No network access from the training container.",
     )
     encrypt_inter_container_traffic: bool = spec_field(
-        BOOLEAN, default=False, doc="Encrypt the traffic between the training instances."
+        BOOLEAN,
+        default=False,
+        api="EnableInterContainerTrafficEncryption",
+        doc="Encrypt the traffic between the training instances.",
     )
     use_spot_instances: bool = spec_field(
-        BOOLEAN, default=False, doc="Managed spot training (needs max_wait)."
+        BOOLEAN,
+        default=False,
+        api="EnableManagedSpotTraining",
+        doc="Managed spot training (needs max_wait).",
     )
     max_wait: int | None = spec_field(
         INTEGER,
         default=None,
-        doc="Seconds to wait for spot capacity and to run (MaxWaitTimeInSeconds).",
+        api="StoppingCondition.MaxWaitTimeInSeconds",
+        doc="Seconds to wait for spot capacity and to run.",
     )
     checkpoint_s3_uri: str | None = spec_field(
-        STRING, default=None, doc="Where checkpoints are copied to and restored from."
+        STRING,
+        default=None,
+        api="CheckpointConfig.S3Uri",
+        doc="Where checkpoints are copied to and restored from.",
     )
     checkpoint_local_path: str | None = spec_field(
         STRING, default=None, doc="The checkpoint folder in the container (/opt/ml/checkpoints)."
     )
     max_retry_attempts: int | None = spec_field(
-        INTEGER, default=None, doc="SageMaker's own retries of the job (RetryStrategy)."
+        INTEGER,
+        default=None,
+        api="RetryStrategy.MaximumRetryAttempts",
+        doc="SageMaker's own retries of the job.",
     )
     tags: Mapping[str, str] = spec_field(
         dataclasses.replace(STRING_MAP, file_shape=TAGS_SHAPE),
@@ -212,12 +243,14 @@ class TrainingSpec:
         STRING,
         default=None,
         sdk="training_plan",
-        doc="Reserved capacity (ResourceConfig.TrainingPlanArn).",
+        api="ResourceConfig.TrainingPlanArn",
+        doc="Reserved capacity.",
     )
     keep_alive_period_in_seconds: int | None = spec_field(
         INTEGER,
         default=None,
-        doc="Warm pool (ResourceConfig.KeepAlivePeriodInSeconds); homogeneous, on-demand jobs.",
+        api="ResourceConfig.KeepAlivePeriodInSeconds",
+        doc="Warm pool: seconds the instances wait for the next job; homogeneous, on-demand jobs.",
     )
 
     def __post_init__(self) -> None:

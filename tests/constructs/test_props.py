@@ -115,3 +115,20 @@ def test_the_task_and_the_job_retry_capacity_errors_alike_by_default() -> None:
         "JitterStrategy": "FULL",
     }
     assert job.task.longest_run_seconds == task.longest_run_seconds
+
+
+def test_every_optional_prop_says_its_default() -> None:
+    """awslint's rule for aws-cdk's props: an optional prop's doc names its default."""
+    source = ast.parse(inspect.getsource(props_module))
+    missing, optional = [], 0
+    for node in source.body:
+        if not (isinstance(node, ast.ClassDef) and node.name.endswith("Props")):
+            continue
+        for item, following in zip(node.body, node.body[1:], strict=False):
+            if isinstance(item, ast.AnnAssign) and item.value is not None:
+                optional += 1
+                assert isinstance(following, ast.Expr)
+                if "Default:" not in str(following.value.value):  # type: ignore[attr-defined]
+                    missing.append(f"{node.name}.{ast.unparse(item.target)}")
+    assert optional == 29  # every field but ``spec``: none was left out of the count
+    assert not missing, f"optional props whose docstring names no 'Default:': {missing}"

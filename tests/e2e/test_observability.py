@@ -24,7 +24,14 @@ from hetero_constructs.runs.metrics import MetricSeries
 from hetero_constructs.runtime.metrics import START_LINE
 from tests.fixtures.example_app import Synthesized
 
-BUILTIN = {"data:samples_per_second", "gpu:samples_per_second", "gpu:data_wait_fraction"}
+BUILTIN = {
+    "data:samples_per_second",
+    "data:producing_fraction",
+    "data:credit_wait_fraction",
+    "data:send_blocked_fraction",
+    "gpu:samples_per_second",
+    "gpu:data_wait_fraction",
+}
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +89,12 @@ def test_metrics_prints_each_metric_over_time_ending_at_its_final_value(
 
     code, text = _cli("metrics", result.execution_arn, "--json", "--group", "data")
     (job,) = json.loads(text)["jobs"]
-    assert [item["name"] for item in job["metrics"]] == ["data:samples_per_second"]
+    assert [item["name"] for item in job["metrics"]] == [
+        "data:samples_per_second",
+        "data:producing_fraction",
+        "data:credit_wait_fraction",
+        "data:send_blocked_fraction",
+    ]
 
     code, text = _cli("metrics", result.execution_arn)
     assert code == 0

@@ -23,7 +23,7 @@ from hetero_constructs.run.metrics import (
     select_group,
 )
 from hetero_constructs.run.naming import RunSlot, attempt_job_name
-from hetero_constructs.runtime.metrics import interval_line
+from hetero_constructs.runtime.metrics import data_host_line, interval_line
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.training import TrainingMetric, TrainingSpec
 from tests.fixtures.specs import HOMOGENEOUS, spec_dict
@@ -35,11 +35,14 @@ def _spec(*overrides: dict[str, object]) -> TrainingSpec:
     return reading.spec
 
 
-def test_trainers_get_samples_and_data_wait_data_hosts_samples_only() -> None:
+def test_trainers_get_samples_and_data_wait_data_hosts_samples_and_load() -> None:
     spec = _spec({"metric_definitions": [{"Name": "loss", "Regex": "loss=([0-9.]+)"}]})
     names = [m.name for m in builtin_metric_definitions(spec)]
     assert names == [
         "data:samples_per_second",
+        "data:producing_fraction",
+        "data:credit_wait_fraction",
+        "data:send_blocked_fraction",
         "gpu:samples_per_second",
         "gpu:data_wait_fraction",
     ]
@@ -47,13 +50,20 @@ def test_trainers_get_samples_and_data_wait_data_hosts_samples_only() -> None:
     assert [m.name for m in every] == ["loss", *names]
     assert metric_definitions(spec, builtin=False) == [TrainingMetric("loss", "loss=([0-9.]+)")]
     # Each definition captures its own group's lines and no other's.
-    lines = [interval_line("data", 1000.0), interval_line("gpu", 800.0, 0.25)]
+    lines = [
+        interval_line("data", 1000.0),
+        interval_line("gpu", 800.0, 0.25),
+        data_host_line("data", "algo-1", (0.9, 0.05, 0.01), 120.0, 4096.0),
+    ]
     captured = {
         m.name: [re.search(m.regex, line).group(1) for line in lines if re.search(m.regex, line)]
         for m in every[1:]
     }
     assert captured == {
         "data:samples_per_second": ["1000.0000"],
+        "data:producing_fraction": ["0.9000"],
+        "data:credit_wait_fraction": ["0.0500"],
+        "data:send_blocked_fraction": ["0.0100"],
         "gpu:samples_per_second": ["800.0000"],
         "gpu:data_wait_fraction": ["0.2500"],
     }

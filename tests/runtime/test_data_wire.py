@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
 import sys
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
 
 import hetero_constructs.runtime as runtime_package
-from hetero_constructs.runtime.data import DataPlaneError, ProtocolError
+from hetero_constructs.runtime.data import BatchRefused, DataPlaneError, ProtocolError
 from hetero_constructs.runtime.data.arrays import PayloadBuffer, describe
 
 
@@ -59,6 +61,52 @@ def test_without_numpy_arrays_arrive_as_shaped_memoryviews() -> None:
 def test_what_cannot_travel_is_refused_on_the_data_host(batch: Any) -> None:
     with pytest.raises(DataPlaneError):
         describe(batch)
+
+
+@pytest.mark.parametrize("array_type", ["auto", "numpy", "torch", "memoryview"])
+def test_a_0_d_array_arrives_0_d(array_type: str) -> None:
+    torch = pytest.importorskip("torch")
+    out = round_trip({"n": np.array(5.0), "t": torch.tensor(7, dtype=torch.int32)}, array_type)
+    assert tuple(out["n"].shape) == () and tuple(out["t"].shape) == ()
+    assert float(out["n"][()] if array_type != "torch" else out["n"].item()) == 5.0
+    samples = describe(np.array(5.0))[3]
+    assert samples == 1
+
+
+class Pair(NamedTuple):
+    x: Any
+    y: Any
+
+
+@pytest.mark.parametrize(
+    ("batch", "message"),
+    [
+        ({"x": np.zeros(1), "meta": {1: "one"}}, "batch['meta'] has the key 1 (int)"),
+        ({"meta": [{"ok": {(1, 2): 3}}]}, "batch['meta'][0]['ok'] has the key (1, 2) (tuple)"),
+        ({"size": (224, 224)}, "batch['size'] is a builtins.tuple"),
+        ((np.zeros(1), float("nan")), "batch[1] is nan: JSON values cannot be NaN"),
+        ([np.zeros(1), {"w": np.float32(1.5)}], "batch[1]['w'] is a numpy.float32"),
+        ({"nested": [np.zeros(2)]}, "batch['nested'][0] is a numpy.ndarray"),
+        (OrderedDict(x=np.zeros(1)), "would arrive as a plain dict"),
+        (Pair(np.zeros(1), np.zeros(1)), "would arrive as a plain tuple"),
+        ({"deep": functools.reduce(lambda v, _: [v], range(80), 0)}, "nests deeper than 64"),
+        ({"x": np.zeros([1] * 33)}, "batch['x'] has 33 dimensions; at most 32"),
+    ],
+)
+def test_a_batch_json_would_change_is_refused_naming_where_and_the_fix(
+    batch: Any, message: str
+) -> None:
+    # Before: JSON turned {1: x} into {"1": x} and tuples into lists, silently.
+    with pytest.raises(BatchRefused) as caught:
+        describe(batch)
+    assert message in str(caught.value)
+    assert "Fix" in str(caught.value) or "at most" in str(caught.value) or "deeper" in message
+
+
+def test_json_values_that_travel_arrive_exactly_as_sent() -> None:
+    values = {"none": None, "flag": True, "big": 2**70, "x": -0.0, "s": "\u00e9\ud800", "l": [{}]}
+    out = round_trip({"a": np.zeros(1), **values})
+    assert {key: out[key] for key in values} == values
 
 
 def array_item(dtype: Any = "float32", shape: Any = (2,), offset: Any = 0, nbytes: Any = 8) -> Any:

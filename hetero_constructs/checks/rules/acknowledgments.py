@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hetero_constructs.checks.base import REGISTRY, Finding, rule
+from hetero_constructs.checks.base import Finding, checks_registered, rule
 from hetero_constructs.request.context import RuleContext
 
 MIN_REASON = 10
@@ -23,7 +23,7 @@ def acknowledged_rules(context: RuleContext) -> Iterator[Finding]:
     """Acknowledgments name warning rules of the catalogue, each with a reason."""
     if not context.spec.acknowledgments:
         return
-    by_id = {registered.id: registered for registered in REGISTRY}
+    by_id = {registered.id: registered for registered in checks_registered()}
     for rule_id, reason in context.spec.acknowledgments.items():
         path = f"acknowledgments.{rule_id}"
         known = by_id.get(rule_id)

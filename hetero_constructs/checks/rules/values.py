@@ -8,13 +8,11 @@ from typing import Any
 
 from hetero_constructs.checks.base import Finding, rule
 from hetero_constructs.checks.helpers import MODEL_SOURCE, channel_path
+from hetero_constructs.request.api_fields import INTEGER_RANGES, api_fields
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.fields import is_integer
 from hetero_constructs.spec.s3_uri import BUCKET_NAME_RULES, bucket_name_problem, bucket_of
-
-# Smithy's integer types, as botocore's model names them.
-_INTEGER_RANGES = {"integer": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 
 
 @rule(
@@ -64,16 +62,31 @@ _GROUP_COUNT = "ResourceConfig.InstanceGroups[].InstanceCount"
 def _member_range(member: str) -> tuple[str, int, int]:
     """The API member's integer kind and range, read from the model once."""
     kind = service_model.shape_at(member).type_name
-    low, high = _INTEGER_RANGES[kind]
+    low, high = INTEGER_RANGES[kind]
     return kind, low, high
 
 
-# Fields whose API member has no narrower rule of its own (max_run: API-STOPPING, 1 s to
-# 28 days; max_retry_attempts: API-RESOURCES, the model's 1 to 30).
-_INTEGER_FIELDS = (
-    ("volume_size", "ResourceConfig.VolumeSizeInGB"),
-    ("max_wait", "StoppingCondition.MaxWaitTimeInSeconds"),
-)
+# Members with a narrower maximum the model does not carry, and the rule that checks it.
+_DOCUMENTED_MAXIMUM = {"StoppingCondition.MaxRuntimeInSeconds": "API-STOPPING"}
+
+
+def integer_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    """The fields of spec class ``cls`` sent as an API integer with no narrower maximum, each
+    with its member: the type is botocore's; a member with a maximum of its own (in the model,
+    or documented) is checked against it (API-REQUEST, the field's own rule) instead."""
+    return _integer_fields(cls)
+
+
+# Cached per class behind a plain function: mypy takes no frozen dataclass class as Hashable.
+@cache
+def _integer_fields(cls: type) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (field.name, field.member)
+        for field in api_fields(cls)
+        if field.integer
+        and service_model.bounds(field.member).maximum is None
+        and field.member not in _DOCUMENTED_MAXIMUM
+    )
 
 
 @rule(
@@ -96,7 +109,9 @@ def integer_ranges(context: RuleContext) -> Iterator[Finding]:
         for index, group in enumerate(spec.instance_groups)
     ]
     fields.append((None, "instance_count", spec.instance_count, "ResourceConfig.InstanceCount"))
-    fields += [(None, name, getattr(spec, name), member) for name, member in _INTEGER_FIELDS]
+    fields += [
+        (None, name, getattr(spec, name), member) for name, member in integer_fields(type(spec))
+    ]
     for index, name, value, member in fields:
         if not context.known(value) or not is_integer(value):
             continue
@@ -114,5 +129,6 @@ def integer_ranges(context: RuleContext) -> Iterator[Finding]:
 
 __all__ = [
     "bucket_names",
+    "integer_fields",
     "integer_ranges",
 ]

@@ -28,6 +28,7 @@ from .auth import SECRET_ENV, job_secret
 from .client import RemoteBatches
 from .errors import (
     AuthenticationError,
+    BatchRefused,
     DataHostLost,
     DataPlaneError,
     ProtocolError,
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_PORT",
     "SECRET_ENV",
     "AuthenticationError",
+    "BatchRefused",
     "DataHostLost",
     "DataPlaneError",
     "DataStats",

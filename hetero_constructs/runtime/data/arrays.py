@@ -14,12 +14,14 @@ import math
 import sys
 from typing import Any
 
-from .errors import DataPlaneError, ProtocolError
+from .errors import BatchRefused, DataPlaneError, ProtocolError
 
 ALIGN = 64
 """Each array starts at a multiple of this many bytes in the payload (SIMD and cache lines)."""
 MAX_ARRAYS = 4096
 MAX_DIMS = 32
+MAX_JSON_DEPTH = 64
+"""Nesting of a batch's JSON values (lists in dicts in lists ...) the sender accepts."""
 
 # dtype name -> (item size, struct format for memoryview.cast or "" when it has none).
 DTYPES = {
@@ -73,7 +75,7 @@ def _array_bytes(value: Any) -> tuple[str, list[int], str, memoryview] | None:
         tensor = value.detach().cpu().contiguous()
         dtype = _torch_dtype_name(tensor)
         if dtype not in DTYPES:
-            raise DataPlaneError(f"cannot send a torch tensor of dtype {dtype}")
+            raise BatchRefused(f"cannot send a torch tensor of dtype {dtype}")
         if numpy is None:
             numpy = optional_module("numpy")
         if numpy is None:
@@ -83,10 +85,11 @@ def _array_bytes(value: Any) -> tuple[str, list[int], str, memoryview] | None:
     if numpy is not None and isinstance(value, numpy.ndarray):
         dtype = value.dtype.name
         if dtype not in DTYPES or value.dtype.hasobject:
-            raise DataPlaneError(f"cannot send a numpy array of dtype {value.dtype}")
+            raise BatchRefused(f"cannot send a numpy array of dtype {value.dtype}")
         if value.dtype.byteorder == ">":
             value = value.astype(value.dtype.newbyteorder("<"))
-        array = numpy.ascontiguousarray(value)
+        # Not ascontiguousarray: it makes a 0-d array 1-d.
+        array = value if value.flags.c_contiguous else value.copy(order="C")
         return dtype, list(array.shape), "numpy", memoryview(array.reshape(-1).view(numpy.uint8))
     if isinstance(value, (bytes, bytearray)):
         return "uint8", [len(value)], "memoryview", memoryview(value)
@@ -94,9 +97,56 @@ def _array_bytes(value: Any) -> tuple[str, list[int], str, memoryview] | None:
         view = memoryview(value)
         name = _FORMAT_DTYPES.get(view.format.lstrip("@=<"))
         if name is None or not view.c_contiguous or DTYPES[name][0] != view.itemsize:
-            raise DataPlaneError(f"cannot send a buffer of format {view.format!r}")
+            raise BatchRefused(f"cannot send a buffer of format {view.format!r}")
         return name, list(view.shape or ()), "memoryview", view.cast("B")
     return None
+
+
+def _where(layout: str, key: Any) -> str:
+    if layout == "array":
+        return "batch"
+    return f"batch[{key!r}]" if layout == "dict" else f"batch[{key}]"
+
+
+def check_json(value: Any, path: str, depth: int = 0) -> None:
+    """Refuse a JSON value that would not arrive exactly as it is (JSON turns ``{1: x}`` into
+    ``{"1": x}`` and tuples into lists, and has no NaN), naming where it is and the fix."""
+    kind = type(value)
+    if value is None or kind in (bool, int, str):
+        return
+    if kind is float:
+        if not math.isfinite(value):
+            raise BatchRefused(
+                f"{path} is {value!r}: JSON values cannot be NaN or infinite. Fix: send it in "
+                "a numpy array (arrays keep every float)"
+            )
+        return
+    if depth >= MAX_JSON_DEPTH:
+        raise BatchRefused(f"{path} nests deeper than {MAX_JSON_DEPTH} levels")
+    if kind is list:
+        for index, item in enumerate(value):
+            check_json(item, f"{path}[{index}]", depth + 1)
+        return
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise BatchRefused(
+                    f"{path} has the key {key!r} ({type(key).__name__}): JSON values only keep "
+                    f"string keys (it would arrive as {str(key)!r}). Fix: use string keys"
+                )
+            check_json(item, f"{path}[{key!r}]", depth + 1)
+        return
+    fix = {
+        tuple: "use a list (JSON values arrive as lists), or put the numbers in an array",
+    }.get(
+        kind,
+        "arrays travel only at the top level of a batch; other values must be None, "
+        "bool, int, float, str, list or dict (use .item() for a numpy scalar)",
+    )
+    raise BatchRefused(
+        f"{path} is a {kind.__module__}.{kind.__qualname__}, which would not arrive as it is. "
+        f"Fix: {fix}"
+    )
 
 
 def describe(batch: Any) -> tuple[dict[str, Any], list[memoryview], int, int]:
@@ -104,15 +154,32 @@ def describe(batch: Any) -> tuple[dict[str, Any], list[memoryview], int, int]:
 
     Pieces include zero padding so that each array starts at a multiple of ``ALIGN``. The
     sample count is the first dimension of the first array (1 for a scalar array, 0 without).
+    Raises :class:`BatchRefused` for what would not arrive exactly as it is.
     """
     if isinstance(batch, dict):
         layout, pairs = "dict", list(batch.items())
-        if not all(isinstance(key, str) for key in batch):
-            raise DataPlaneError("a batch dict needs string keys")
+        if type(batch) is not dict:
+            raise BatchRefused(
+                f"a batch of type {type(batch).__name__} would arrive as a plain dict. "
+                "Fix: yield dict(batch)"
+            )
+        for key in batch:
+            if type(key) is not str:
+                raise BatchRefused(
+                    f"a batch dict needs string keys; it has {key!r} ({type(key).__name__})"
+                )
     elif isinstance(batch, (tuple, list)):
-        layout, pairs = type(batch).__name__, list(enumerate(batch))
+        layout = "tuple" if isinstance(batch, tuple) else "list"
+        pairs = list(enumerate(batch))
+        if type(batch) not in (tuple, list):
+            raise BatchRefused(
+                f"a batch of type {type(batch).__name__} would arrive as a plain "
+                f"{layout}. Fix: yield {layout}(batch), or a dict"
+            )
     else:
         layout, pairs = "array", [(0, batch)]
+    if len(pairs) > MAX_ARRAYS:
+        raise BatchRefused(f"a batch may hold at most {MAX_ARRAYS} values, got {len(pairs)}")
     items: list[list[Any]] = []
     pieces: list[memoryview] = []
     offset, samples = 0, -1
@@ -120,13 +187,18 @@ def describe(batch: Any) -> tuple[dict[str, Any], list[memoryview], int, int]:
         described = _array_bytes(value)
         if described is None:
             if layout == "array":
-                raise DataPlaneError(
+                raise BatchRefused(
                     f"a batch must be a dict, tuple or list of arrays, or an array; got "
                     f"{type(batch).__name__}"
                 )
+            check_json(value, _where(layout, key))
             items.append([key, "v", value])
             continue
         dtype, shape, kind, view = described
+        if len(shape) > MAX_DIMS:
+            raise BatchRefused(
+                f"{_where(layout, key)} has {len(shape)} dimensions; at most {MAX_DIMS} travel"
+            )
         padding = -offset % ALIGN
         if padding:
             pieces.append(memoryview(bytes(padding)))
@@ -137,8 +209,6 @@ def describe(batch: Any) -> tuple[dict[str, Any], list[memoryview], int, int]:
         offset += view.nbytes
         if samples < 0:
             samples = shape[0] if shape else 1
-    if len(items) > MAX_ARRAYS:
-        raise DataPlaneError(f"a batch may hold at most {MAX_ARRAYS} values, got {len(items)}")
     return {"layout": layout, "items": items}, pieces, offset, max(samples, 0)
 
 
@@ -201,16 +271,16 @@ class PayloadBuffer:
                 raw = torch.from_numpy(self.base[offset : offset + nbytes])
             else:
                 raw = torch.frombuffer(self.base, dtype=torch.uint8, count=nbytes, offset=offset)
-            return raw.view(getattr(torch, dtype)).reshape(shape)
+            return raw.view(getattr(torch, dtype)).reshape(tuple(shape))
         if want == "numpy":
             raw = self.base[offset : offset + nbytes]
             numpy_dtype = "uint16" if dtype == "bfloat16" else dtype
-            return raw.view(numpy_dtype).reshape(shape)
+            return raw.view(numpy_dtype).reshape(tuple(shape))
         view = memoryview(self.base)[offset : offset + nbytes]
         fmt = DTYPES[dtype][1]
-        if not fmt or not nbytes or not shape:
-            return view
-        return view.cast(fmt, shape)  # type: ignore[call-overload]
+        if not fmt or not nbytes:
+            return view  # memoryview has no format for this dtype (or no bytes to cast)
+        return view.cast(fmt, tuple(shape))  # type: ignore[call-overload]
 
     def build(self, meta: dict[str, Any], payload_len: int) -> Any:
         """The batch that ``meta`` describes, as views into this buffer (no copies)."""
@@ -256,7 +326,9 @@ __all__ = [
     "ARRAY_TYPES",
     "DTYPES",
     "MAX_ARRAYS",
+    "MAX_JSON_DEPTH",
     "PayloadBuffer",
+    "check_json",
     "describe",
     "optional_module",
 ]

@@ -20,7 +20,7 @@ from ..environment import TrainingEnvironment
 from .arrays import ARRAY_TYPES, optional_module
 from .auth import job_secret
 from .connection import Producer, open_connection
-from .errors import DataHostLost, DataPlaneError
+from .errors import BatchRefused, DataHostLost, DataPlaneError
 from .stats import DataStats
 from .topology import DEFAULT_PORT, endpoint, parse_addresses, shard_of, trainer_rank
 from .wire import DEFAULT_MAX_BATCH_BYTES, meta_int
@@ -229,8 +229,10 @@ class RemoteBatches:
         finally:
             self._stats[3] += time.monotonic() - started
 
-    def _host_lost(self, error: DataHostLost, remaining: list[Producer]) -> list[Producer]:
-        if self.on_host_loss == "raise":
+    def _host_lost(
+        self, error: DataHostLost | BatchRefused, remaining: list[Producer]
+    ) -> list[Producer]:
+        if self.on_host_loss == "raise" or isinstance(error, BatchRefused):
             self.abort(str(error))
             raise error
         log.warning("continuing without %s", error)

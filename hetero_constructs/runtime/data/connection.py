@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from .arrays import PayloadBuffer
 from .auth import client_handshake
-from .errors import AuthenticationError, DataHostLost, DataPlaneError, ProtocolError
+from .errors import (
+    AuthenticationError,
+    BatchRefused,
+    DataHostLost,
+    DataPlaneError,
+    ProtocolError,
+)
 from .topology import Shard
 from .wire import (
     ABORT,
@@ -110,6 +116,8 @@ class Producer:
         self.alive = True
         self.closing = False
         self.unreturned = 0
+        self.last_frame = time.monotonic()
+        self.stopped_for = 0.0  # the longest gap between frames beyond idle_timeout
         self.thread = threading.Thread(
             target=self._receive, name=f"data-{host}-{worker}", daemon=True
         )
@@ -126,7 +134,8 @@ class Producer:
         self.epoch = shard.epoch
         self.unreturned = 0
         meta = {"epoch": shard.epoch, "index": shard.index, "count": shard.count}
-        self.send(START, {**meta, "seed": shard.seed, "credits": credits})
+        meta.update(seed=shard.seed, credits=credits, max_batch_bytes=self.max_batch_bytes)
+        self.send(START, meta)
 
     def consumed(self, step: int) -> None:
         """One batch is in the training loop's hands: return credits ``step`` at a time."""
@@ -170,6 +179,7 @@ class Producer:
                 )
                 deadline = deadline_after(self.idle_timeout)
                 meta = read_meta(self.sock, meta_len, deadline)
+                self._frame_read()
                 if kind == BATCH:
                     buffer = PayloadBuffer(payload_len, self.array_type)
                     read_exact(self.sock, buffer.view, deadline)
@@ -183,20 +193,30 @@ class Producer:
                     self.items.put((self, "end", meta_int(meta, "epoch"), None, 0, 0))
                 elif kind == ERROR:
                     worker = meta.get("worker")
-                    error = self.lost(
-                        str(meta.get("problem", "failed"))[:2000],
-                        str(meta.get("traceback", "")),
-                        worker if isinstance(worker, int) else None,
-                    )
-                    self._report(error)
+                    problem = str(meta.get("problem", "failed"))[:2000]
+                    index = worker if isinstance(worker, int) else None
+                    if meta.get("refused") is True:
+                        self._report(BatchRefused(problem, self.host, index))
+                    else:
+                        self._report(self.lost(problem, str(meta.get("traceback", "")), index))
                     return
         except (PeerClosed, ConnectionResetError) as closed:
-            problem = (
-                f"{closed}"
-                if isinstance(closed, PeerClosed) and not closed.clean
-                else "closed the connection without a word: the process died (killed, out of "
-                "memory?) or the host went down"
-            )
+            stalled = max(self.stopped_for, time.monotonic() - self.last_frame)
+            if stalled > self.idle_timeout:
+                # The data host sends at least a heartbeat every idle_timeout / 4: this process
+                # did not read for longer than the host waits for a reader.
+                problem = (
+                    f"dropped this rank: it read nothing for {self.idle_timeout:g} s (this "
+                    f"process read nothing for {stalled:.0f} s: was it stopped, frozen or "
+                    "swapped out?)"
+                )
+            elif isinstance(closed, PeerClosed) and not closed.clean:
+                problem = str(closed)
+            else:
+                problem = (
+                    "closed the connection without a word: the process died (killed, out of "
+                    "memory?) or the host went down"
+                )
             self._report(self.lost(problem))
         except TimeoutError:
             self._report(
@@ -208,7 +228,15 @@ class Producer:
         except (DataPlaneError, OSError) as error:
             self._report(self.lost(f"{type(error).__name__}: {error}"))
 
-    def _report(self, error: DataHostLost) -> None:
+    def _frame_read(self) -> None:
+        # A gap beyond idle_timeout between two frames read means this process did not run
+        # (stopped, frozen, swapped out): the read's own deadline would have fired otherwise.
+        now = time.monotonic()
+        if now - self.last_frame > self.idle_timeout:
+            self.stopped_for = max(self.stopped_for, now - self.last_frame)
+        self.last_frame = now
+
+    def _report(self, error: DataHostLost | BatchRefused) -> None:
         if not self.closing:
             self.items.put((self, "lost", -1, error, 0, 0))
 

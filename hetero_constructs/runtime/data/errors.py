@@ -39,6 +39,34 @@ class DataHostLost(DataPlaneError):
         self.remote_traceback = remote_traceback
 
 
+class BatchRefused(DataPlaneError):
+    """A batch ``make_batches`` yielded cannot arrive exactly as it was made, so the data host
+    refused to send it: it is over the trainer's ``max_batch_bytes``, or it holds a value that
+    would change on the way (a non-string dict key, a tuple, a NaN, a numpy scalar, ...).
+
+    Raised on the data host (its worker fails with this text) and on the trainer, whatever
+    ``on_host_loss`` says: it is a bug to fix in ``make_batches``, not a host to do without.
+
+    Attributes:
+        host: The data host's name on the trainer's side (``None`` on the data host).
+        worker: The worker that refused the batch (``None`` on the data host).
+        problem: What is wrong, with where in the batch and the fix.
+    """
+
+    def __init__(self, problem: str, host: str | None = None, worker: int | None = None) -> None:
+        where = (
+            ""
+            if host is None
+            else f"data host {host}"
+            + ("" if worker is None else f" worker {worker}")
+            + " refused a batch: "
+        )
+        super().__init__(where + problem)
+        self.host = host
+        self.worker = worker
+        self.problem = problem
+
+
 class TrainersGone(DataPlaneError):
     """``serve`` gave up: no trainer spoke for ``idle_timeout`` seconds before all finished,
     or a trainer aborted. The data host exits non-zero instead of billing until the job's
@@ -51,6 +79,7 @@ class WorkerFailed(DataPlaneError):
 
 __all__ = [
     "AuthenticationError",
+    "BatchRefused",
     "DataHostLost",
     "DataPlaneError",
     "ProtocolError",

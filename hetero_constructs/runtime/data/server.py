@@ -22,8 +22,11 @@ from multiprocessing.reduction import send_handle
 from typing import Any, cast
 
 from ..environment import TrainingEnvironment
+from ..errors import TrainingEnvironmentError
+from ..metrics import DEFAULT_INTERVAL_SECONDS
 from .auth import job_secret, server_handshake
 from .errors import DataPlaneError, TrainersGone, WorkerFailed
+from .stats import HostLoad
 from .topology import DEFAULT_PORT, bind_address, parse_addresses
 from .wire import ATTACH, meta_int, read_control
 from .worker import MakeBatches, worker_entry
@@ -112,6 +115,8 @@ def serve(
     handshake_timeout: float = 10.0,
     max_handshakes: int = 64,
     on_listening: Callable[[str, int], None] | None = None,
+    metrics_interval: float | None = DEFAULT_INTERVAL_SECONDS,
+    instance_group: str | None = None,
 ) -> None:
     """Serve ``make_batches(shard)`` to the training group until every rank is done.
 
@@ -135,6 +140,11 @@ def serve(
         max_handshakes: Connections authenticating at once; more are closed at once.
         on_listening: Called with the address and port once trainers can connect (with
             ``port=0`` the system picks a free port: local runs and tests).
+        metrics_interval: Seconds between this host's metric lines on standard output (its
+            workers' time producing, waiting for credits and blocked sending; batches and
+            bytes per rank; see docs/data-plane.md); ``None`` writes none.
+        instance_group: This host's instance group, for the metric lines (default: the
+            SageMaker ``current_instance_group``; outside SageMaker, no lines unless given).
 
     Returns when every training rank (``world_size`` as the trainers report it) said goodbye.
 
@@ -145,8 +155,15 @@ def serve(
     """
     key = job_secret(secret)
     overrides = parse_addresses(addresses)
-    if host is None:
-        host = TrainingEnvironment().current_host
+    if host is None or (instance_group is None and metrics_interval is not None):
+        try:
+            environment = TrainingEnvironment()
+        except TrainingEnvironmentError:
+            if host is None:
+                raise
+        else:
+            host = environment.current_host if host is None else host
+            instance_group = instance_group or environment.current_instance_group
     address = (bind, port) if bind is not None else bind_address(host, port, overrides)
     count = workers if workers is not None else max(1, os.cpu_count() or 1)
     if count < 1:
@@ -160,6 +177,7 @@ def serve(
     pipes: list[Connection] = []
     processes: list[Any] = []
     admission: _Admission | None = None
+    load: HostLoad | None = None
     try:
         # Workers start before any thread of this process does: forking a threaded process
         # can copy a held lock.
@@ -167,7 +185,7 @@ def serve(
             ours, theirs = context.Pipe(duplex=True)
             process = context.Process(
                 target=worker_entry,
-                args=(index, host, make_batches, theirs, listener, idle_timeout),
+                args=(index, host, make_batches, theirs, listener, idle_timeout, os.getpid()),
                 name=f"data-worker-{index}",
                 daemon=True,
             )
@@ -191,7 +209,9 @@ def serve(
         if on_listening is not None:
             on_listening(bound_address, bound_port)
         first = idle_timeout if startup_timeout is None else startup_timeout
-        _watch(admission, pipes, processes, idle_timeout, first)
+        interval = metrics_interval if instance_group is not None else None
+        load = HostLoad(instance_group or "-", host, count, interval)
+        _watch(admission, pipes, processes, idle_timeout, first, load)
     finally:
         if admission is not None:
             admission.stopping.set()
@@ -203,6 +223,9 @@ def serve(
             if process.is_alive():
                 process.terminate()
                 process.join(timeout=1.0)
+        if load is not None:
+            _last_counts(pipes, load)
+            load.write()
 
 
 def _watch(
@@ -211,6 +234,7 @@ def _watch(
     processes: list[Any],
     idle_timeout: float,
     startup_timeout: float,
+    load: HostLoad,
 ) -> None:
     """Follow the workers' reports until every rank is done (return) or the host must stop."""
     open_by_worker = [0] * len(pipes)
@@ -247,6 +271,8 @@ def _watch(
             elif kind == "lost":
                 idle_since = max(idle_since, message[2])
                 log.info("rank %d left worker %d: %s", message[1], index, message[3])
+            elif kind == "stats":
+                load.update(index, message[1], message[2])
             elif kind == "abort":
                 raise TrainersGone(f"training rank {message[1]} aborted: {message[2]}")
             elif kind == "failed":
@@ -265,6 +291,16 @@ def _watch(
                 "goodbye: the training group is gone (crashed or killed). Stopping so that the "
                 "job ends"
             )
+
+
+def _last_counts(pipes: list[Connection], load: HostLoad) -> None:
+    """The counters the workers reported as they stopped (for the last metric lines)."""
+    for index, pipe in enumerate(pipes):
+        with contextlib.suppress(EOFError, OSError):
+            while pipe.poll(0):
+                message = pipe.recv()
+                if message[0] == "stats":
+                    load.record(index, message[1], message[2])
 
 
 def _fail(admission: _Admission, index: int, problem: str, text: str) -> None:

@@ -40,9 +40,9 @@ KIND_NAMES = {
 }
 
 MAX_CONTROL_META = 64 * 1024
-"""dict[str, Any]data limit of every frame but BATCH (and of all frames before authentication)."""
+"""Metadata limit of every frame but BATCH (and of all frames before authentication)."""
 MAX_BATCH_META = 1024 * 1024
-"""dict[str, Any]data limit of a BATCH frame (array descriptions and the batch's JSON metadata)."""
+"""Metadata limit of a BATCH frame (array descriptions and the batch's JSON metadata)."""
 DEFAULT_MAX_BATCH_BYTES = 1 << 30
 """Default payload limit of one batch (1 GiB); ``max_batch_bytes`` changes it."""
 SMALL_FRAME = 64 * 1024
@@ -98,6 +98,11 @@ def read_header(sock: socket.socket, deadline: float | None) -> tuple[int, int, 
     """Read and check one frame header; return ``(kind, meta_len, payload_len)``."""
     raw = bytearray(HEADER.size)
     read_exact(sock, memoryview(raw), deadline, at_boundary=True)
+    return parse_header(raw)
+
+
+def parse_header(raw: bytes | bytearray | memoryview) -> tuple[int, int, int]:
+    """Check one frame header's bytes; return ``(kind, meta_len, payload_len)``."""
     magic, kind, _flags, _reserved, meta_len, payload_len = HEADER.unpack(raw)
     if magic != MAGIC:
         raise ProtocolError(
@@ -133,9 +138,14 @@ def check_lengths(
 def read_meta(sock: socket.socket, meta_len: int, deadline: float | None) -> dict[str, Any]:
     raw = bytearray(meta_len)
     read_exact(sock, memoryview(raw), deadline)
+    return parse_meta(raw)
+
+
+def parse_meta(raw: bytes | bytearray) -> dict[str, Any]:
+    """A frame's metadata: a UTF-8 JSON object."""
     try:
-        meta = json.loads(raw.decode("utf-8")) if meta_len else {}
-    except (UnicodeDecodeError, ValueError) as error:
+        meta = json.loads(raw.decode("utf-8")) if raw else {}
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ProtocolError(f"frame metadata is not UTF-8 JSON: {error}") from None
     if not isinstance(meta, dict):
         raise ProtocolError("frame metadata must be a JSON object")
@@ -149,6 +159,31 @@ def read_control(
     kind, meta_len, payload_len = read_header(sock, deadline)
     check_lengths(kind, meta_len, payload_len, expected, 0)
     return kind, read_meta(sock, meta_len, deadline)
+
+
+class FrameReader:
+    """Control frames parsed as their bytes arrive on a non-blocking socket: no read ever
+    waits for the rest of a frame, so a peer that sends half a frame stalls no one. Each
+    header is checked before its metadata is awaited, so the buffer stays below
+    ``MAX_CONTROL_META`` plus one read."""
+
+    def __init__(self, expected: tuple[int, ...]) -> None:
+        self.expected = expected
+        self.buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[int, dict[str, Any]]]:
+        """Add received bytes; return the frames they complete (raise on a bad frame)."""
+        self.buffer += data
+        frames: list[tuple[int, dict[str, Any]]] = []
+        while len(self.buffer) >= HEADER.size:
+            kind, meta_len, payload_len = parse_header(self.buffer[: HEADER.size])
+            check_lengths(kind, meta_len, payload_len, self.expected, 0)
+            end = HEADER.size + meta_len
+            if len(self.buffer) < end:
+                break
+            frames.append((kind, parse_meta(bytes(self.buffer[HEADER.size : end]))))
+            del self.buffer[:end]
+        return frames
 
 
 def deadline_after(seconds: float | None) -> float | None:
@@ -183,12 +218,15 @@ __all__ = [
     "REFUSED",
     "START",
     "WELCOME",
+    "FrameReader",
     "PeerClosed",
     "check_lengths",
     "deadline_after",
     "encode_meta",
     "frame_header",
     "meta_int",
+    "parse_header",
+    "parse_meta",
     "read_control",
     "read_exact",
     "read_header",

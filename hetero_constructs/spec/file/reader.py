@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hetero_constructs.spec import training
 from hetero_constructs.spec.cluster import InstanceFallback, InstanceGroup, TrainingChannel
 from hetero_constructs.spec.fields import (
     DEPTH_RULE,
@@ -47,9 +48,9 @@ from hetero_constructs.spec.training import (
 )
 from hetero_constructs.spec.violations import SpecValidationError, Violation
 
-# The keys of each mapping of a spec file, from the schema (``spec.schema``).
-_SPEC_FIELDS = schema_of(TrainingSpec)
-_TOP_LEVEL = file_keys(TrainingSpec)
+# The keys of each mapping of a spec file, from the schema (``spec.schema``); the top level's
+# are the spec class's (``training.TrainingSpec``, looked up on each read: a test may extend
+# its fields).
 _GROUP_KEYS = file_keys(InstanceGroup)
 _FALLBACK_KEYS = file_keys(InstanceFallback)
 _CHANNEL_KEYS = file_keys(TrainingChannel)
@@ -84,11 +85,13 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
     structure = structure_violations(data)
     if any(v.rule == DEPTH_RULE for v in structure):
         return SpecReading(None, tuple(structure))
+    spec_class = training.TrainingSpec
+    spec_fields = schema_of(spec_class)
     reader = Reader()
     reader.violations.extend(structure)
-    top = reader.mapping("", data, _TOP_LEVEL)
+    top = reader.mapping("", data, file_keys(spec_class))
     if isinstance(data, Mapping):
-        for declared in _SPEC_FIELDS:
+        for declared in spec_fields:
             if declared.required_in_file and declared.file_key not in top:
                 reader.problem(
                     REQUIRED_RULE,
@@ -99,7 +102,7 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
                     f"add '{declared.key}'",
                 )
     fields: dict[str, Any] = {}
-    for declared in _SPEC_FIELDS:
+    for declared in spec_fields:
         keys = (declared.file_key, *declared.extra_file_keys)
         if any(key in top for key in keys):
             fields[declared.name] = _READERS[declared.type.file_shape](reader, declared, top)
@@ -109,7 +112,7 @@ def read_spec(data: Any, *, base_dir: str | os.PathLike[str] | None = None) -> S
     # Built even when parts failed (they are left out), so its own field types are reported
     # too; such a partial spec is never returned.
     blocked = any(v.rule != UNKNOWN_KEY_RULE for v in reader.violations)
-    spec = reader.build("", TrainingSpec, **fields) if "entry_point" in fields else None
+    spec = reader.build("", spec_class, **fields) if "entry_point" in fields else None
     return SpecReading(None if blocked else spec, tuple(reader.violations))
 
 

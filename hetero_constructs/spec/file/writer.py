@@ -26,7 +26,7 @@ from hetero_constructs.spec.training import (
 def spec_to_dict(spec: TrainingSpec) -> dict[str, Any]:
     """The spec as a spec-file mapping (the inverse of ``read_spec``); defaults are left out."""
     data: dict[str, Any] = {}
-    for declared in schema_of(TrainingSpec):
+    for declared in schema_of(type(spec)):
         value = getattr(spec, declared.name)
         if _written(declared, value):
             _WRITERS[declared.type.file_shape](data, declared, value)
