@@ -45,14 +45,24 @@ def states_errors_passed_on(patches: Patches) -> None:
     from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name import (
         StatesErrorName,
     )
+    from moto.stepfunctions.parser.asl.component.common.error_name.states_error_name_type import (
+        StatesErrorNameType,
+    )
 
-    def new(cls: type, error_name: str | None = None, *args: Any, **kwargs: Any) -> Any:
+    init = CustomErrorName.__init__
+
+    def init_naming_states_errors(name: Any, error_name: str | None) -> None:
         if isinstance(error_name, str) and error_name.startswith("States."):
             with contextlib.suppress(ValueError):  # an unknown States.* name: refused as before
-                return StatesErrorName.from_name(error_name)
-        return object.__new__(cls)
+                typ = StatesErrorNameType.from_name(error_name)
+                # The name is the States error it names (replacing __new__ instead would leave
+                # the class's constructor changed once put back: CPython keeps the new slot).
+                name.__class__ = StatesErrorName
+                StatesErrorName.__init__(name, typ=typ)
+                return
+        init(name, error_name)
 
-    patches.replace(CustomErrorName, "__new__", staticmethod(new))
+    patches.replace(CustomErrorName, "__init__", init_naming_states_errors)
 
 
 def heartbeat_timeouts(patches: Patches) -> None:

@@ -99,8 +99,8 @@ REPLACED: tuple[Target, ...] = (
     # moto_gaps: Retry waits compressed
     Target(f"{_ASL}.component.common.retry.retrier_decl", "time", "module time"),
     # moto_errors: a States.* error passed on keeps its name; heartbeat timeouts
-    Target(f"{_ASL}.component.common.error_name.custom_error_name", "CustomErrorName.__new__",
-           "(*args, **kwargs)"),
+    Target(f"{_ASL}.component.common.error_name.custom_error_name", "CustomErrorName.__init__",
+           "(self, error_name)"),
     Target(f"{_STATE}.exec.state_task.state_task", "StateTask._from_error", "(self, env, ex)"),
     # moto_map_runs: a Distributed Map's tolerated failures
     Target(f"{_STATE}.exec.state_map.state_map", "StateMap.from_state_props",
@@ -170,8 +170,6 @@ USED: tuple[Target, ...] = (
     Target(f"{_SFN}.parser.backend.execution_worker",
            "ExecutionWorker._get_evaluation_environment", "(self)"),
     Target(f"{_ASL}.component.common.error_name.custom_error_name", "CustomErrorName"),
-    Target(f"{_ASL}.component.common.error_name.custom_error_name", "CustomErrorName.__init__",
-           "(self, error_name)"),
     Target(f"{_ASL}.component.common.error_name.failure_event", "FailureEvent"),
     Target(f"{_ASL}.component.common.error_name.failure_event", "FailureEventException"),
     Target(f"{_ASL}.component.common.error_name.states_error_name", "StatesErrorName"),
@@ -179,6 +177,10 @@ USED: tuple[Target, ...] = (
            "StatesErrorName.from_name", "(error_name)"),
     Target(f"{_ASL}.component.common.error_name.states_error_name_type",
            "StatesErrorNameType"),
+    Target(f"{_ASL}.component.common.error_name.states_error_name_type",
+           "StatesErrorNameType.from_name", "(name)"),
+    Target(f"{_ASL}.component.common.error_name.states_error_name", "StatesErrorName.__init__",
+           "(self, typ)"),
     Target(f"{_ASL}.component.common.retry", "retrier_decl"),
     Target(f"{_SFN}.parser.api", "TaskTimedOutEventDetails"),
     Target(f"{_ASL}.eval.callback.callback", "HeartbeatTimeoutError"),

@@ -69,12 +69,25 @@ def test_the_replacements_are_the_declared_ones_each_made_once() -> None:
     assert made == sorted(target.name for target in targets.REPLACED)
     assert len(set(replaced)) == len(replaced)
     assert _values() == before  # all put back
+    _moto_behaves_as_before()
     objects = {id(owner) for owner, _ in replaced}
     modules = {target.module for target in targets.REPLACED}
     print(
         f"\nmoto {targets.moto_version()}: the local account replaces {len(replaced)} attributes "
         f"of {len(objects)} objects in {len(modules)} moto modules"
     )
+
+
+def _moto_behaves_as_before() -> None:
+    """What the replacements change, back to moto's own behaviour (a class attribute put back
+    can still behave otherwise: CPython keeps a class's ``__new__`` slot once it was set)."""
+    from moto.stepfunctions.parser.asl.component.common.error_name.custom_error_name import (
+        CustomErrorName,
+    )
+
+    assert CustomErrorName("Boom").error_name == "Boom"
+    with pytest.raises(ValueError, match=r"MUST NOT begin with the prefix 'States\.'"):
+        CustomErrorName("States.Timeout")
 
 
 def test_a_replacement_undeclared_repeated_or_unfit_for_the_call_is_refused() -> None:
@@ -153,6 +166,7 @@ def test_a_target_moved_after_the_cloud_was_made_stops_its_start_and_nothing_sta
         cloud.__enter__()
     monkeypatch.undo()
     assert _values() == before and dict(os.environ) == environment
+    _moto_behaves_as_before()
 
 
 def test_a_failure_half_way_through_the_replacements_puts_back_what_was_replaced(
@@ -170,6 +184,7 @@ def test_a_failure_half_way_through_the_replacements_puts_back_what_was_replaced
         LocalCloud().__enter__()
     assert len(replaced) > 20
     assert _values() == before and dict(os.environ) == environment
+    _moto_behaves_as_before()
 
 
 def _cli(*argv: str) -> tuple[int, str]:

@@ -143,11 +143,21 @@ def test_send_task_failure_drops_the_cause(sfn: Any) -> None:
 
 def test_a_token_answers_twice(sfn: Any) -> None:
     """Service: a task is closed at its first answer; a second SendTaskSuccess or
-    SendTaskFailure answers ``TaskTimedOut``. moto: the second is accepted (and replaces the
-    first if the task has not read it yet)."""
+    SendTaskFailure answers ``TaskTimedOut``. moto: the second is accepted while the execution
+    runs on (and replaces the first if the task has not read it yet)."""
     arn, token = _queue_and_token(
         sfn,
-        lambda queue: {"StartAt": "W", "States": {"W": {**_waiting_task(queue), "End": True}}},
+        lambda queue: {
+            "StartAt": "W",
+            "States": {
+                "W": {
+                    **_waiting_task(queue),
+                    "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Linger"}],
+                    "End": True,
+                },
+                "Linger": {"Type": "Wait", "Seconds": 3, "End": True},
+            },
+        },
     )
     sfn.send_task_failure(taskToken=token, error="Boom")
     sfn.send_task_success(taskToken=token, output="{}")  # no TaskTimedOut
