@@ -1,6 +1,7 @@
 # Two entry points, both self-contained on a fresh machine:
 #   make synth   set up what synthesis and local runs need, synthesize the example app with the
-#                CDK CLI, then run one execution of its state machine locally (moto)
+#                CDK CLI, then run one execution of its state machine locally (moto), its
+#                training job for real on this machine's CPU, with the example's data set
 #   make test    set up everything the tests need, run ruff, mypy and the test suite
 # Every install is constrained by requirements/lock.txt, so set-up, CI and benchmarks get the
 # same versions; pyproject.toml keeps the library's ranges.
@@ -38,9 +39,10 @@ $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -c $(LOCK) --upgrade pip $(QUIET_PIP)
 
-# Synthesis and local runs only: the library with its cdk and local extras.
+# Synthesis and local runs only: the library with its cdk and local extras, and what the
+# example's training script needs to run locally (the example extra: CPU torch, numpy).
 $(VENV)/.synth-installed: pyproject.toml setup.py $(LOCK) | $(PY)
-	$(PY) -m pip install -c $(LOCK) -e '.[cdk,local]' $(QUIET_PIP)
+	$(PY) -m pip install -c $(LOCK) -e '.[cdk,local,example]' $(QUIET_PIP)
 	mkdir -p $(NODE_BIN)
 	ln -sf "$$($(PY) -c 'from hetero_constructs.jsii_node import wheel_node; print(wheel_node())')" $(NODE_BIN)/node
 	touch $@
@@ -58,7 +60,8 @@ synth: setup-synth
 	npx cdk synth --quiet
 	@echo "Templates written to cdk.out/ (see docs/getting-started.md: 'What make synth produces')."
 	@echo "Running one execution of the example state machine locally (moto, no AWS account):"
-	$(VENV)/bin/hetero-train run --local cdk.out/HeteroTrainingExample.template.json
+	$(VENV)/bin/hetero-train run --local cdk.out/HeteroTrainingExample.template.json \
+		--upload examples/datasets/train=s3://example-training-data/datasets/train/
 
 test: setup lint
 	$(PY) -m pytest -q -n 2

@@ -16,6 +16,7 @@ checks them on every synth.
 
 from __future__ import annotations
 
+import runpy
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -42,6 +43,7 @@ from hetero_constructs import (
     HeterogeneousTrainingTask,
     InstanceGroup,
     TrainingChannel,
+    TrainingMetric,
     TrainingRunner,
     TrainingSpec,
     bucket_uri,
@@ -54,8 +56,17 @@ EXAMPLE_CODE = Path(__file__).parent / "examples" / "hetero_training"
 PIPELINE_CODE = Path(__file__).parent / "examples" / "pipeline"
 
 
+def script_metrics() -> list[TrainingMetric]:
+    """The training script's own metrics (its ``METRIC_DEFINITIONS``: the lines it writes)."""
+    script = runpy.run_path(str(EXAMPLE_CODE / "train.py"), run_name="example_train")
+    return [TrainingMetric(name, regex) for name, regex in script["METRIC_DEFINITIONS"].items()]
+
+
 def example_spec(data: s3.IBucket) -> TrainingSpec:
-    """2 x ml.c5.18xlarge preprocess and serve the data, 2 x ml.p4d.24xlarge train (torchrun)."""
+    """2 x ml.c5.18xlarge preprocess and serve the data, 2 x ml.p4d.24xlarge train (torchrun).
+
+    Sized to run locally too (`make synth`): 1,000 rows, 3 epochs of batches of 64; the data
+    hosts give up 60 s after the trainers are gone."""
     data_group = InstanceGroup("data", "ml.c5.18xlarge", 2)
     gpu_group = InstanceGroup("gpu", "ml.p4d.24xlarge", 2)
     return TrainingSpec(
@@ -73,7 +84,9 @@ def example_spec(data: s3.IBucket) -> TrainingSpec:
             )
         ],
         distribution=DistributedTraining.torch_distributed(instance_group=gpu_group),
-        hyperparameters={"epochs": 3, "batch_size": 256, "learning_rate": 0.01},
+        hyperparameters={"epochs": 3, "batch_size": 64, "lr": 0.5, "idle_timeout": 60},
+        # Its own (loss, accuracy); the construct adds each group's throughput and data wait.
+        metric_definitions=script_metrics(),
         output_path=bucket_uri(data, "training-output/"),
         max_run=4 * 3600,
         tags={"project": "hetero-example"},

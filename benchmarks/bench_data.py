@@ -1,29 +1,41 @@
-"""The data plane on loopback: throughput against the raw socket, rates, scaling, exit times.
+"""The data plane on loopback: against the raw socket, its peers, rates, scaling, stragglers.
 
 Everything runs on this machine: data hosts are forked processes running ``serve``, the
-trainer is this process. Measured in this run (each rate is the best of ``--rounds`` rounds,
-raw and remote rounds interleaved, so that both see the same background load):
+trainer is this process (or spawned processes where several ranks run). Each figure is the
+median over ``--rounds`` rounds, and each ratio the median of per-round ratios whose two sides
+ran back to back (ours, theirs, ours, theirs, ...), so that both see the same background load.
+The data plane runs with its defaults (``ordered=True``, ``prefetch=4``) unless a line says
+otherwise.
 - the loopback limit: a forked process ``sendall``s 4 MiB float32 payloads, this one
-  ``recv_into``s them into one reused buffer (no framing, no allocation: the physical limit);
-- the data plane with the same payloads (one worker yields one prepared 4 MiB array; the
-  trainer allocates each batch's buffer and receives into it), as a ratio to that limit;
-- batches per second of 4 KiB batches (2 workers, ``ordered=False``);
+  ``recv_into``s each into a fresh buffer, as the data plane does (no framing: the limit);
+- the data plane with the same payloads (one worker yields one prepared 4 MiB array), as a
+  ratio to that limit;
+- batches per second of 4 KiB batches (2 workers);
 - producer scaling: batches per second of a CPU-bound transform (about 10 ms of CPU per
   batch, calibrated here) with 2 workers over 1 worker;
 - the same transform from 2 remote workers over ``torch.utils.data.DataLoader(num_workers=2)``;
+- stragglers: two ranks (processes) reading 1 MiB batches from 2 workers, alone and with a
+  third rank stopped with SIGSTOP (holding 32 credits, so its sockets are full);
+- peers, same batches (32 x 3 x 32 x 32 float32 images and int64 labels) and 2 producers:
+  AWS's gRPC-pickle sample pattern and tf.data service (``bench_data_peers.py``; each runs
+  where its package is installed, else the line says why);
 - how long a data host takes to exit after the trainers finish, and after they vanish (a
   trainer process killed with SIGKILL; ``idle_timeout`` 2 s).
-Usage: ``.venv/bin/python benchmarks/bench_data.py [--rounds 3]``. The last lines are the
-issue's seven figures (see docs/performance.md).
+Usage: ``.venv/bin/python benchmarks/bench_data.py [--rounds 5]`` (for the gRPC peer, run it
+with a Python that has ``grpcio``, e.g. ``/work/venv-bench/bin/python``). The last lines are
+the issue's figures (see docs/performance.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import json
 import multiprocessing
 import os
 import signal
 import socket
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -66,11 +78,10 @@ def loopback_mb_per_s(count: int, size: int) -> float:
         sender = FORK.Process(target=_raw_sender, args=(port, count, size))
         sender.start()
         sock, _ = listener.accept()
-    buffer = np.empty(size, np.uint8)
-    view = buffer.data
     started = time.perf_counter()
     with sock:
         for _ in range(count):
+            view = np.empty(size, np.uint8).data  # a fresh buffer per payload, as ours
             filled = 0
             while filled < size:
                 received = sock.recv_into(view[filled:])
@@ -116,14 +127,25 @@ def start_host(
 
 
 def remote_for(port: int, **kwargs: Any) -> data.RemoteBatches:
+    options: dict[str, Any] = {"rank": 0, "world_size": 1, **kwargs}
     return data.RemoteBatches(
-        ["bench"],
-        addresses={"bench": f"127.0.0.1:{port}"},
-        secret=SECRET,
-        rank=0,
-        world_size=1,
-        **kwargs,
+        ["bench"], addresses={"bench": f"127.0.0.1:{port}"}, secret=SECRET, **options
     )
+
+
+def fixed(
+    batch: Any, per_shard: int, endless_rank: int | None = None
+) -> Callable[[data.Shard], Iterator[Any]]:
+    """``per_shard`` copies of ``batch`` in every shard, whatever the number of ranks (and
+    no end for ``endless_rank``: a straggler still reading when it is stopped)."""
+
+    def make_batches(shard: data.Shard) -> Iterator[Any]:
+        count = 0
+        while count < per_shard or shard.rank == endless_rank:
+            count += 1
+            yield batch
+
+    return make_batches
 
 
 def repeat(batch: Any, count: int) -> Callable[[data.Shard], Iterator[Any]]:
@@ -150,7 +172,8 @@ def timed_epoch(
     started = time.perf_counter()
     for batch in epoch:
         batches += 1
-        size += sum(value.nbytes for value in (batch if isinstance(batch, tuple) else (batch,)))
+        values = batch.values() if isinstance(batch, dict) else batch
+        size += sum(v.nbytes for v in (values if isinstance(batch, tuple | dict) else (batch,)))
     elapsed = time.perf_counter() - started
     closed = time.perf_counter()
     remote.close()
@@ -220,9 +243,7 @@ def data_loader_rate(total: int, rounds: int) -> float:
 
 
 def remote_rate(total: int, rounds: int, workers: int) -> float:
-    elapsed, batches, _, _ = timed_epoch(
-        transform_batches(total, rounds), workers, warmup=1, ordered=False, prefetch=4
-    )
+    elapsed, batches, _, _ = timed_epoch(transform_batches(total, rounds), workers, warmup=1)
     return batches / elapsed
 
 
@@ -254,61 +275,243 @@ def exit_after_vanish() -> float:
     return seconds
 
 
+# -- stragglers ----------------------------------------------------------------------------
+
+SPAWN = multiprocessing.get_context("spawn")
+STRAGGLER_BATCHES = 300  # of 1 MiB, per shard
+
+
+def _rank_process(port: int, rank: int, world: int, prefetch: int, pipe: Any) -> None:
+    """A training rank in a process of its own: reports ready after its first batch, then
+    reads the epoch on "go" (the straggler reads at once, until it is stopped)."""
+    logging_off()
+    remote = remote_for(port, rank=rank, world_size=world, prefetch=prefetch, idle_timeout=300.0)
+    epoch = iter(remote)
+    next(epoch)
+    pipe.send("ready")
+    if rank < 2:
+        pipe.recv()
+    batches, started = 0, time.perf_counter()
+    for _ in epoch:
+        batches += 1
+    pipe.send((batches, time.perf_counter() - started))
+    remote.close()
+
+
+def live_ranks_rate(frozen: bool) -> float:
+    """Batches per second of ranks 0 and 1 (2 workers, 1 MiB batches), alone or beside a
+    third rank stopped with SIGSTOP while it read (32 credits per worker: its sockets fill)."""
+    world = 3 if frozen else 2
+    batch = np.ones(MIB // 4, np.float32)
+    process, port = start_host(fixed(batch, STRAGGLER_BATCHES, endless_rank=2), 2, idle=300.0)
+    pipes, ranks = [], []
+    try:
+        for rank in range(world):
+            ours, theirs = SPAWN.Pipe()
+            prefetch = 32 if rank == 2 else 4
+            child = SPAWN.Process(target=_rank_process, args=(port, rank, world, prefetch, theirs))
+            child.start()
+            pipes.append(ours)
+            ranks.append(child)
+        for ours in pipes:
+            if not ours.poll(120):
+                raise RuntimeError("a rank did not start")
+            ours.recv()
+        if frozen:
+            os.kill(ranks[2].pid or 0, signal.SIGSTOP)
+        for ours in pipes[:2]:
+            ours.send("go")
+        results = []
+        for ours in pipes[:2]:
+            if not ours.poll(300):
+                raise RuntimeError("a live rank did not finish: the straggler stalled it")
+            results.append(ours.recv())
+        return float(sum(batches / seconds for batches, seconds in results))
+    finally:
+        for child in ranks:
+            if child.is_alive():
+                os.kill(child.pid or 0, signal.SIGKILL)
+            child.join(10)
+        if process.is_alive():
+            os.kill(process.pid or 0, signal.SIGKILL)  # its workers die with it
+        process.join(10)
+
+
+# -- resume --------------------------------------------------------------------------------
+
+RESUME_BATCHES, RESUME_DONE = 2000, 500
+
+
+def resumable(batch: Any, per_shard: int) -> Callable[[data.Shard], Iterator[Any]]:
+    """``per_shard`` batches, from where the shard says the rank stopped (``shard.start``)."""
+
+    def make_batches(shard: data.Shard) -> Iterator[Any]:
+        for _ in range(getattr(shard, "start", 0), per_shard):
+            yield batch
+
+    return make_batches
+
+
+def resume_seconds() -> float:
+    """Seconds from a fresh data host's start to the first batch of an epoch resumed from a
+    ``state_dict`` saved after ``RESUME_DONE`` of its ``RESUME_BATCHES`` batches, as after a
+    spot interruption (the first job's trainer aborts; new data hosts, a new trainer)."""
+    make = resumable(np.ones(1024, np.float32), RESUME_BATCHES // 2)
+    process, port = start_host(make, 2)
+    # Any: state_dict() lands with issue 32's resume (checked by the caller).
+    remote: Any = remote_for(port, idle_timeout=60.0)
+    epoch = iter(remote)
+    for _ in range(RESUME_DONE):
+        next(epoch)
+    state = json.loads(json.dumps(remote.state_dict()))  # as saved with a checkpoint
+    remote.abort("bench: the job was interrupted")
+    process.join(30)
+    started = time.perf_counter()
+    process, port = start_host(make, 2)
+    remote = remote_for(port, idle_timeout=60.0)
+    remote.load_state_dict(state)
+    next(iter(remote))
+    seconds = time.perf_counter() - started
+    remote.close()
+    process.join(30)
+    return seconds
+
+
+# -- peers ---------------------------------------------------------------------------------
+
+PEER_BATCHES = 2000
+PEER_BATCH = {
+    "image": np.random.default_rng(0).random((32, 3, 32, 32), dtype=np.float32),
+    "label": np.arange(32, dtype=np.int64),
+}
+
+
+def peer_batch() -> dict[str, Any]:
+    return PEER_BATCH
+
+
+def ours_peer_rate() -> float:
+    elapsed, batches, _, _ = timed_epoch(fixed(PEER_BATCH, PEER_BATCHES // 2), 2, warmup=1)
+    return batches / elapsed
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def rounded(values: list[float], digits: int = 0) -> list[float]:
+    return [round(value, digits) if digits else round(value) for value in values]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--mib", type=int, default=512, help="MiB per throughput round")
     args = parser.parse_args()
     logging_off()
     os.environ.pop("HETERO_DATA_ADDRESSES", None)
-    print(f"cpus: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}", flush=True)
+    loads = [os.getloadavg()[0]]
+    print(f"cpus: {os.cpu_count()}, load average: {loads[0]:.1f}", flush=True)
 
     size = 4 * MIB
     count = args.mib * MIB // size
     big = np.ones(size // 4, np.float32)
-    raw_rates, remote_rates, exits = [], [], []
+    raw_rates, remote_rates, ratios, exits = [], [], [], []
     for _ in range(args.rounds):
-        raw_rates.append(loopback_mb_per_s(count, size))
         elapsed, batches, received, exit_seconds = timed_epoch(repeat(big, count), 1, warmup=2)
         remote_rates.append(received / elapsed / 1e6)
+        raw_rates.append(loopback_mb_per_s(count, size))
+        ratios.append(remote_rates[-1] / raw_rates[-1])
         exits.append(exit_seconds)
     print(
-        f"4 MiB rounds: raw {[round(r) for r in raw_rates]}, remote "
-        f"{[round(r) for r in remote_rates]} MB/s",
+        f"4 MiB rounds: remote {rounded(remote_rates)}, limit {rounded(raw_rates)} MB/s, "
+        f"ratios {rounded(ratios, 2)}",
         flush=True,
     )
 
     small = np.ones(1024, np.float32)
     small_rates = []
     for _ in range(args.rounds):
-        elapsed, batches, _, exit_seconds = timed_epoch(
-            repeat(small, 20_000), 2, warmup=100, ordered=False, prefetch=32
-        )
+        elapsed, batches, _, exit_seconds = timed_epoch(repeat(small, 20_000), 2, warmup=100)
         small_rates.append(batches / elapsed)
         exits.append(exit_seconds)
-    print(f"4 KiB rounds: {[round(r) for r in small_rates]} batches/s", flush=True)
+    print(f"4 KiB rounds: {rounded(small_rates)} batches/s", flush=True)
+    loads.append(os.getloadavg()[0])
 
     rounds = calibrate()
     total = 200
-    one, two, loader = [], [], []
+    one, two, loader, scaling, versus = [], [], [], [], []
     for _ in range(args.rounds):
         one.append(remote_rate(total // 2, rounds, 1))
         two.append(remote_rate(total, rounds, 2))
         loader.append(data_loader_rate(total, rounds))
+        scaling.append(two[-1] / one[-1])
+        versus.append(two[-1] / loader[-1])
     print(
         f"transform: {rounds} augment rounds (~10 ms CPU); batches/s 1 worker "
-        f"{[round(r, 1) for r in one]}, 2 workers {[round(r, 1) for r in two]}, DataLoader(2) "
-        f"{[round(r, 1) for r in loader]}",
+        f"{rounded(one, 1)}, 2 workers {rounded(two, 1)}, DataLoader(2) {rounded(loader, 1)}",
         flush=True,
     )
-    vanished = exit_after_vanish()
-    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
+    loads.append(os.getloadavg()[0])
 
-    print(f"loopback limit: {max(raw_rates):.0f} MB/s")
-    print(f"data plane throughput ratio remote/loopback: {max(remote_rates) / max(raw_rates):.2f}")
-    print(f"batches per second at 4 KiB: {max(small_rates):.0f}")
-    print(f"producer scaling 2/1: {max(two) / max(one):.2f}")
-    print(f"remote/DataLoader ratio: {max(two) / max(loader):.2f}")
+    solo, beside, straggler = [], [], []
+    for _ in range(args.rounds):
+        solo.append(live_ranks_rate(frozen=False))
+        beside.append(live_ranks_rate(frozen=True))
+        straggler.append(beside[-1] / solo[-1])
+    print(
+        f"stragglers: 2 ranks' batches/s alone {rounded(solo)}, beside a stopped rank "
+        f"{rounded(beside)}",
+        flush=True,
+    )
+    loads.append(os.getloadavg()[0])
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    peers = importlib.import_module("bench_data_peers")
+
+    peer_lines = []
+    for name, module, rate in (
+        ("grpc-pickle", "grpc", peers.grpc_pickle_rate),
+        ("tf.data-service", "tensorflow", peers.tf_data_service_rate),
+    ):
+        reason = peers.missing(module)
+        if reason is not None:
+            peer_lines.append(f"peer ratio ours/{name}: not measured: {reason}")
+            continue
+        ours_rates, theirs, peer_ratios = [], [], []
+        for _ in range(args.rounds):
+            ours_rates.append(ours_peer_rate())
+            theirs.append(rate(peer_batch, PEER_BATCHES, 2))
+            peer_ratios.append(ours_rates[-1] / theirs[-1])
+        print(
+            f"{name} (2 producers, 384 KiB batches): batches/s ours {rounded(ours_rates)}, "
+            f"{name} {rounded(theirs)}",
+            flush=True,
+        )
+        peer_lines.append(f"peer ratio ours/{name}: {median(peer_ratios):.2f}")
+    resumes = []
+    if hasattr(data.RemoteBatches, "state_dict"):
+        resumes = [resume_seconds() for _ in range(args.rounds)]
+        print(f"resume rounds: {rounded(resumes, 3)} s", flush=True)
+    vanished = exit_after_vanish()
+    loads.append(os.getloadavg()[0])
+    print(f"load average during the run: {', '.join(f'{load:.1f}' for load in loads)}")
+
+    print(f"loopback limit: {median(raw_rates):.0f} MB/s")
+    print(f"data plane throughput ratio remote/loopback: {median(ratios):.2f}")
+    print(f"batches per second at 4 KiB: {median(small_rates):.0f}")
+    print(f"producer scaling 2/1: {median(scaling):.2f}")
+    print(f"remote/DataLoader ratio: {median(versus):.2f}")
+    print(f"other ranks with one frozen rank: {median(straggler):.2f} of solo")
+    for line in peer_lines:
+        print(line)
+    if resumes:
+        print(
+            f"resume: first batch after restart: {median(resumes):.2f} s (a fresh data host "
+            f"of 2 workers; {RESUME_DONE} of {RESUME_BATCHES} batches done before)"
+        )
+    else:
+        print("resume: first batch after restart: not measured: RemoteBatches has no state_dict")
     print(f"data hosts exit after trainers finish: {max(exits):.2f} s")
     print(f"data hosts exit after trainers vanish: {vanished:.2f} s (idle_timeout {IDLE:g} s)")
 

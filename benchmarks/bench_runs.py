@@ -35,7 +35,7 @@ def history_events(durations: list[timedelta]) -> list[int]:
 
     example = synthesize(Path(tempfile.mkdtemp(prefix="bench-runs-")))
     counts = []
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
         for index, duration in enumerate(durations):

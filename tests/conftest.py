@@ -36,3 +36,14 @@ def user_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
     from tests.fixtures.user_pipeline import synthesize
 
     return synthesize(tmp_path_factory.mktemp("user-cdk.out"))
+
+
+@pytest.fixture
+def timeouts(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Executions' ``TimeoutSeconds`` that elapse when the test says so (``Timeouts.elapse``),
+    not after wall-clock seconds (``tests/fixtures/timeouts.py``)."""
+    from tests.fixtures.timeouts import Timeouts
+
+    clock = Timeouts()
+    clock.install(monkeypatch)
+    return clock

@@ -18,6 +18,8 @@ import csv
 import json
 import os
 import random
+import re
+import runpy
 import shutil
 import signal
 import socket
@@ -31,6 +33,7 @@ import pytest
 
 import hetero_constructs.runtime as runtime_package
 from hetero_constructs.runtime import Role, TrainingEnvironment
+from hetero_constructs.runtime.metrics import DATA_WAIT_FRACTION, SAMPLES_PER_SECOND, metric_regex
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "hetero_training"
@@ -78,7 +81,7 @@ def host_config(host: str) -> dict[str, Any]:
     }
 
 
-def hyperparameters(data_ports: dict[str, int], epochs: int) -> dict[str, str]:
+def hyperparameters(data_ports: dict[str, int], epochs: int, **extra: Any) -> dict[str, str]:
     """hyperparameters.json as the SageMaker request carries it (JSON-encoded values)."""
     values: dict[str, Any] = {
         "sagemaker_program": "train.py",
@@ -96,6 +99,7 @@ def hyperparameters(data_ports: dict[str, int], epochs: int) -> dict[str, str]:
         "idle_timeout": IDLE,
         "connect_timeout": TIMEOUT,
         "data_host_map": {host: f"127.0.0.1:{port}" for host, port in data_ports.items()},
+        **extra,
     }
     return {key: json.dumps(value) for key, value in values.items()}
 
@@ -129,7 +133,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 class Job:
     """The simulated job's hosts as process groups, with their logs and exit times."""
 
-    def __init__(self, tmp_path: Path, epochs: int) -> None:
+    def __init__(self, tmp_path: Path, epochs: int, **extra: Any) -> None:
         pytest.importorskip("torch", reason="the example trains with PyTorch")
         import torch.distributed
 
@@ -147,7 +151,7 @@ class Job:
         self.data_hosts: list[str] = GROUPS[0]["hosts"]
         self.trainer_hosts: list[str] = GROUPS[1]["hosts"]
         self.data_ports = {host: free_port() for host in self.data_hosts}
-        self.raw_hyperparameters = json.dumps(hyperparameters(self.data_ports, epochs))
+        self.raw_hyperparameters = json.dumps(hyperparameters(self.data_ports, epochs, **extra))
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
         self.envs: dict[str, TrainingEnvironment] = {}
@@ -291,10 +295,104 @@ def test_data_group_feeds_the_distributed_group(tmp_path: Path) -> None:
     assert metrics["samples_seen"] == EPOCHS * total_rows
     assert metrics["train_accuracy"] > 0.8, metrics
 
+    # Every metric definition of the job reads lines the hosts really wrote: the script's own
+    # (their last values are the model's), and each group's throughput and data wait.
+    logs = {host: job.logs[host].read_text() for host in job.processes}
+    script = runpy.run_path(str(EXAMPLE / "train.py"), run_name="example_train")
+    own = {name: re.compile(regex) for name, regex in script["METRIC_DEFINITIONS"].items()}
+    values = {
+        name: [m.group(1) for m in regex.finditer(logs[master])] for name, regex in own.items()
+    }
+    assert all(len(found) == EPOCHS for found in values.values()), values
+    assert float(values["train_accuracy"][-1]) == round(metrics["train_accuracy"], 4), values
+    for group, hosts in (("data", job.data_hosts), ("gpu", job.trainer_hosts)):
+        numbers = [SAMPLES_PER_SECOND] + ([DATA_WAIT_FRACTION] if group == "gpu" else [])
+        for number in numbers:
+            regex = re.compile(metric_regex(group, number))
+            assert all(regex.search(logs[host]) for host in hosts), (group, number)
+
     state = torch.load(tmp_path / "hosts" / master / "model" / "model.pt", weights_only=True)
     assert state["state_dict"]["weight"].shape == (1, 4)
     assert len(state["feature_mean"]) == 4
     assert not (tmp_path / "hosts" / job.trainer_hosts[1] / "model" / "metrics.json").exists()
+
+
+def test_a_restarted_job_goes_on_from_its_checkpoints(tmp_path: Path) -> None:
+    """A job of 2 epochs, then the same job of 3 restarted on new hosts (as a retry would),
+    then once more with nothing left: each goes on from the ranks' checkpoints (model,
+    optimiser, progress and ``RemoteBatches.state_dict()``), and every host exits 0."""
+    checkpoints = tmp_path / "checkpoints"  # what SageMaker restores from the checkpoint URI
+    total_rows = sum(ROWS_PER_FILE)
+    masters = []
+    for name, epochs in (("first", 2), ("restarted", 3), ("nothing-left", 3)):
+        (tmp_path / name).mkdir()
+        job = Job(tmp_path / name, epochs, checkpoint_dir=str(checkpoints), checkpoint_every=3)
+        try:
+            job.start()
+            codes = job.wait(list(job.processes))
+        finally:
+            job.stop()
+        assert all(code == 0 for code in codes.values()), f"{name}: {codes}\n{job.report()}"
+        trainers_done = max(job.ended[host] for host in job.trainer_hosts)
+        assert all(job.ended[host] - trainers_done < 5 for host in job.data_hosts), job.ended
+        master = job.trainer_hosts[0]
+        masters.append(
+            json.loads((tmp_path / name / "hosts" / master / "model" / "metrics.json").read_text())
+        )
+        if name != "first":
+            log = job.logs[master].read_text()
+            resumed_at = 2 if name == "restarted" else 3
+            assert f"from {checkpoints / 'rank-0.pt'} at epoch {resumed_at}" in log, log[-3000:]
+    assert sorted(os.listdir(checkpoints)) == ["rank-0.pt", "rank-1.pt"]
+    for metrics, epochs in zip(masters, (2, 3, 3), strict=True):
+        assert metrics["ids_per_epoch"] == [list(range(total_rows))] * epochs
+        assert metrics["samples_seen"] == epochs * total_rows
+
+
+def test_a_spot_reclaim_mid_epoch_loses_and_repeats_no_sample(tmp_path: Path) -> None:
+    """Every host of a job is killed at once mid-epoch, as a spot reclaim kills them; the job
+    restarted on new hosts goes on from the ranks' checkpoints (taken every step) and ends with
+    every row seen exactly once in every epoch, the interrupted one included."""
+    import torch
+
+    checkpoints = tmp_path / "checkpoints"
+    epochs, total_rows = 12, sum(ROWS_PER_FILE)
+    extra = {"checkpoint_dir": str(checkpoints), "checkpoint_every": 1}
+    (tmp_path / "first").mkdir()
+    first = Job(tmp_path / "first", epochs, **extra)
+    try:
+        first.start()
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # until rank 0 has checkpointed in the middle of an epoch
+            assert time.monotonic() < deadline, f"no mid-epoch checkpoint\n{first.report()}"
+            assert all(code is None for code in first.poll().values()), first.report()
+            with contextlib.suppress(FileNotFoundError):
+                saved = torch.load(checkpoints / "rank-0.pt", weights_only=True)
+                if saved["data"]["consumed"]:
+                    break
+            time.sleep(0.02)
+        first.crash(list(first.processes))
+    finally:
+        first.stop()
+    interrupted = [
+        torch.load(checkpoints / f"rank-{rank}.pt", weights_only=True)["data"] for rank in (0, 1)
+    ]
+    assert interrupted[0]["epoch"] < epochs - 1, "the job ended before the reclaim"
+
+    (tmp_path / "restarted").mkdir()
+    restarted = Job(tmp_path / "restarted", epochs, **extra)
+    try:
+        restarted.start()
+        codes = restarted.wait(list(restarted.processes))
+    finally:
+        restarted.stop()
+    assert all(code == 0 for code in codes.values()), f"{codes}\n{restarted.report()}"
+    master = restarted.trainer_hosts[0]
+    assert "resumes from" in restarted.logs[master].read_text()
+    model_dir = tmp_path / "restarted" / "hosts" / master / "model"
+    metrics = json.loads((model_dir / "metrics.json").read_text())
+    assert metrics["ids_per_epoch"] == [list(range(total_rows))] * epochs, interrupted
+    assert metrics["samples_seen"] == epochs * total_rows
 
 
 def test_data_hosts_exit_non_zero_after_idle_timeout_when_the_trainers_crash(
@@ -336,3 +434,12 @@ def test_trainers_fail_naming_the_data_host_that_crashed(tmp_path: Path) -> None
     assert f"DataHostLost: data host {victim}" in logs, job.report()
     # The trainers aborted, so the other data host stopped at once (not after idle_timeout).
     assert codes[survivor] == 1 and "aborted" in job.logs[survivor].read_text(), job.report()
+
+
+def test_the_example_dataset_is_what_its_script_writes(tmp_path: Path) -> None:
+    """`make synth` uploads examples/datasets/train: the committed file is the script's output."""
+    script = ROOT / "examples" / "datasets" / "make_train.py"
+    subprocess.run([sys.executable, str(script), str(tmp_path)], check=True, timeout=60)
+    committed = ROOT / "examples" / "datasets" / "train" / "part-0.csv"
+    assert (tmp_path / "part-0.csv").read_bytes() == committed.read_bytes()
+    assert sorted(p.name for p in committed.parent.iterdir()) == ["part-0.csv"]

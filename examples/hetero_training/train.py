@@ -13,19 +13,34 @@ tells each host what it is for:
   ``DistributedDataParallel``, and on rank 0 write the model and ``metrics.json`` to
   ``SM_MODEL_DIR``.
 
+The lines the job's metric definitions read: every host's ``[hetero-train]`` start line and
+its group's ``samples_per_second`` (trainers: and ``data_wait_fraction``) lines, from the
+runtime helper's ``MetricsReporter`` (the data hosts: one per batch stream they served; the
+trainers: one per epoch), and rank 0's ``epoch=N train_loss=L train_accuracy=A`` after each
+epoch (the loss and accuracy of every rank's batches in that epoch, before each step).
+
 Hyperparameters (all optional): ``epochs``, ``batch_size``, ``lr``, ``seed``, ``noise``
 (standard deviation of the Gaussian noise the data hosts add to each feature, the
 "augmentation"), ``num_samples`` (size of the synthetic dataset used when the channel holds no
 CSV), ``data_port``, ``data_workers`` (worker processes per data host), ``idle_timeout``,
-``connect_timeout`` (how long either group waits for the other to come up) and
+``connect_timeout`` (how long either group waits for the other to come up),
 ``data_host_map`` (JSON object host -> ``"address:port"``; local runs map ``algo-1`` to
-``127.0.0.1:<port>``). The job's data-plane secret comes in ``$HETERO_DATA_SECRET``.
+``127.0.0.1:<port>``), ``checkpoint_dir`` (default ``/opt/ml/checkpoints``, SageMaker's
+checkpoint path) and ``checkpoint_every`` (steps). The job's data-plane secret comes in
+``$HETERO_DATA_SECRET``.
+
+Each rank checkpoints its model, optimiser, progress and data-plane position
+(``RemoteBatches.state_dict()``) to ``checkpoint_dir/rank-<rank>.pt`` every
+``checkpoint_every`` steps and at each epoch's end. A restarted job (spot reclaim, retry)
+finds them there (SageMaker restores the checkpoint S3 URI into that path) and goes on
+mid-epoch where the checkpoint was taken, on its new data hosts.
 """
 
 from __future__ import annotations
 
 import csv
 import gc
+import itertools
 import json
 import logging
 import os
@@ -47,6 +62,13 @@ except ImportError:
 
 log = logging.getLogger("hetero_training")
 
+#: The script's own metrics, read from the line rank 0 writes after each epoch
+#: (``epoch=N train_loss=L train_accuracy=A``): the app's ``metric_definitions``.
+METRIC_DEFINITIONS = {
+    "train_loss": r"epoch=[0-9]+ train_loss=([0-9]+\.[0-9]+)",
+    "train_accuracy": r"epoch=[0-9]+ train_loss=\S+ train_accuracy=([0-9]+\.[0-9]+)",
+}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -63,6 +85,8 @@ class Settings:
     idle_timeout: float = 300.0
     connect_timeout: float = 600.0  # either group may start minutes after the other
     data_host_map: dict[str, str] = field(default_factory=dict)
+    checkpoint_dir: str = ""  # default: <base>/checkpoints, i.e. /opt/ml/checkpoints
+    checkpoint_every: int = 50
 
     @classmethod
     def from_hyperparameters(cls, hyperparameters: dict[str, Any]) -> Settings:
@@ -158,10 +182,22 @@ def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                 "stats": stats,
             }
 
+    runtime.MetricsReporter.for_environment(env)  # this host's start line
+
+    def reported(shard: data.Shard) -> Iterator[dict[str, Any]]:
+        # In the worker process: this stream's rate, written when the trainer has taken it all.
+        reporter = runtime.MetricsReporter.for_environment(env, announce=False)
+        try:
+            for batch in make_batches(shard):
+                yield batch
+                reporter.record(samples=len(batch["ids"]))
+        finally:
+            reporter.close()
+
     log.info("serving %d rows with %d workers", len(scaled), settings.data_workers)
     try:
         data.serve(
-            make_batches,
+            reported,
             workers=settings.data_workers,
             port=settings.data_port,
             addresses=settings.data_host_map or None,
@@ -203,15 +239,59 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
         connect_timeout=settings.connect_timeout,
         array_type="torch",
     )
+    reporter = runtime.MetricsReporter.for_environment(env)  # this host's start line
     model: torch.nn.Module | None = None
     ddp = optimiser = None
     loss_fn = torch.nn.BCEWithLogitsLoss()
     ids_per_epoch: list[list[int]] = []
     stats: dict[str, Any] = {}
     samples_seen, correct, loss = 0, 0, torch.tensor(0.0)
+    checkpoint_path = (
+        Path(settings.checkpoint_dir or os.path.join(runtime.resolve_base_dir(), "checkpoints"))
+        / f"rank-{rank}.pt"
+    )
+    restored: dict[str, Any] | None = None
+    if checkpoint_path.exists():
+        restored = torch.load(checkpoint_path, weights_only=True)
+        remote.load_state_dict(restored["data"])  # the epoch goes on where it stopped
+        ids_per_epoch, stats = restored["ids_per_epoch"], restored["stats"]
+        samples_seen, correct = restored["samples_seen"], restored["correct"]
+        log.info("rank %d resumes from %s at epoch %d", rank, checkpoint_path, remote.next_epoch)
+
+    def make_model(features: int) -> tuple[Any, Any, Any]:
+        torch.manual_seed(settings.seed)  # identical initial weights on every rank
+        model = torch.nn.Linear(features, 1).to(device)
+        ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
+        optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
+        if restored is not None:
+            model.load_state_dict(restored["model"])
+            optimiser.load_state_dict(restored["optimiser"])
+        return model, ddp, optimiser
+
+    def save_checkpoint(model: Any, optimiser: Any) -> None:
+        checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = checkpoint_path.with_suffix(".partial")
+        torch.save(
+            {
+                "model": model.state_dict(),
+                "optimiser": optimiser.state_dict(),
+                "data": remote.state_dict(),  # where this rank stands in the epoch
+                "ids_per_epoch": ids_per_epoch,
+                "stats": stats,
+                "samples_seen": samples_seen,
+                "correct": correct,
+            },
+            partial,
+        )
+        os.replace(partial, checkpoint_path)
+
+    if restored is not None:
+        model, ddp, optimiser = make_model(restored["model"]["weight"].shape[1])
     with remote:  # an exception aborts: the data hosts stop at once instead of idling
-        for epoch in range(settings.epochs):
-            ids: list[int] = []
+        for epoch in range(remote.next_epoch, settings.epochs):
+            if len(ids_per_epoch) <= epoch:
+                ids_per_epoch.append([])
+            ids = ids_per_epoch[epoch]
             # Ranks may get different numbers of batches; Join lets the early finishers
             # shadow the gradient all-reduces of the others.
             batches = iter(remote)
@@ -219,13 +299,15 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
             if model is None:
                 if first is None:
                     raise RuntimeError("this rank got no data; use fewer ranks or more rows")
-                torch.manual_seed(settings.seed)  # identical initial weights on every rank
-                model = torch.nn.Linear(first["x"].shape[1], 1).to(device)
-                ddp = DistributedDataParallel(model, device_ids=[local_rank] if use_cuda else None)
-                optimiser = torch.optim.SGD(ddp.parameters(), lr=settings.lr)
+                model, ddp, optimiser = make_model(first["x"].shape[1])
             assert ddp is not None and optimiser is not None
+            # This epoch's loss sum, right predictions and samples (before each step).
+            epoch_totals = torch.zeros(3, dtype=torch.float64)
             with Join([ddp]):
-                for batch in [first, *batches] if first is not None else []:
+                # Streamed, not listed: a checkpoint's data state then counts only the
+                # batches this loop has taken.
+                epoch_batches = itertools.chain([first], batches) if first is not None else []
+                for step, batch in enumerate(epoch_batches):
                     x, y = batch["x"].to(device), batch["y"].to(device)
                     optimiser.zero_grad()
                     logits = ddp(x).squeeze(1)
@@ -235,10 +317,25 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                     samples_seen += len(y)
                     ids += batch["ids"].tolist()
                     stats = batch["stats"]
+                    right = int(((logits > 0).float() == y).sum().item())
+                    epoch_totals += torch.tensor([loss.item() * len(y), right, len(y)])
                     if epoch == settings.epochs - 1:
-                        correct += int(((logits > 0).float() == y).sum().item())
-            ids_per_epoch.append(ids)
+                        correct += right
+                    if (step + 1) % settings.checkpoint_every == 0:
+                        save_checkpoint(model, optimiser)
+            save_checkpoint(model, optimiser)  # between epochs: a restart begins the next one
             log.info("rank %d epoch %d: %d samples; %s", rank, epoch, len(ids), remote.stats())
+            reporter.write_stats(remote.stats())
+            remote.reset_stats()
+            dist.all_reduce(epoch_totals)  # every rank's batches of this epoch
+            if rank == 0:
+                loss_sum, right_sum, count = epoch_totals.tolist()
+                log.info(
+                    "epoch=%d train_loss=%.4f train_accuracy=%.4f",
+                    epoch,
+                    loss_sum / max(count, 1),
+                    right_sum / max(count, 1),
+                )
     assert model is not None
 
     report = {"rank": rank, "ids": ids_per_epoch, "seen": samples_seen, "correct": correct}

@@ -19,12 +19,13 @@ from rich.text import Text
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_SUCCEEDED, LocalFollow
 from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError, Output, print_violations
-from hetero_constructs.cli.simulation import parse_outcomes
+from hetero_constructs.cli.simulation import parse_outcomes, parse_simulate
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.deploy.assets import AssetError
 from hetero_constructs.local.moto_targets import UnsupportedMoto
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
+from hetero_constructs.local.uploads import Upload
 from hetero_constructs.runs.clients import RunClients
 from hetero_constructs.runs.training_run import check_run_input
 from hetero_constructs.runs.watch import RunWatch
@@ -40,7 +41,10 @@ def run_local(
     follow: bool | None,
     state_machine: str | None,
     outcomes: Sequence[str],
+    uploads: Sequence[str] = (),
     expect: str,
+    simulate: str | None = None,
+    python: str | None = None,
     reconcile_every: float | None,
     timeout: float,
     region: str | None,
@@ -53,7 +57,11 @@ def run_local(
     execution_input = read_input(input_text)
     parsed = parse_outcomes(outcomes)
     try:
-        local = LocalCloud(region)
+        files = [Upload.parse(text) for text in uploads]
+    except ValueError as error:
+        raise CliError(f"--upload {error}") from None
+    try:
+        local = LocalCloud(region, simulate=parse_simulate(simulate), python=python)
     except UnsupportedMoto as error:
         raise CliError(str(error), name="UnsupportedMoto") from None
     with local as cloud:
@@ -63,6 +71,12 @@ def run_local(
             raise CliError(str(error), "AssetError") from None
         for note in cloud.notes:
             out.note(note)
+        for upload in files:
+            written = upload.put(cloud.region)
+            out.note(
+                f"--upload {upload.source}: {len(written)} object(s) under "
+                f"s3://{upload.bucket}/{upload.key}"
+            )
         try:
             arn = cloud.state_machine(state_machine)
         except LookupError as error:
@@ -96,6 +110,8 @@ def run_local(
                 timeout=max(timeout, job_duration * 4 + 30),
                 follow=display if show else None,
             )
+        for note in cloud.training.real.notes:
+            out.note(note)
         if out.json and not show:
             # Not followed: the summary a followed run ends with, alone.
             watch = RunWatch(RunClients.create(), result.execution_arn, read_history=False)
@@ -124,6 +140,8 @@ def report(result: ExecutionResult) -> str:
             ending += f" ({job.failure_reason})"
         elif job.secondary_status and job.secondary_status != job.status:
             ending += f" ({job.secondary_status})"
+        if job.simulated:
+            ending += " - simulated: scripted, no code ran"
         lines.append(f"  outcome: {ending}")
         lines.append("  submitted CreateTrainingJob request:")
         lines.extend("  " + line for line in json.dumps(job.request, indent=2).splitlines())

@@ -83,6 +83,14 @@ def _new_execution_name(now: datetime) -> str:
     help="TARGET is a synthesized template: run it in the local runner (moto, no account)",
 )
 @click.option("--state-machine", help="with --local: the state machine's name or logical id")
+@click.option(
+    "--upload",
+    "uploads",
+    multiple=True,
+    metavar="SOURCE=S3_URI",
+    help="with --local: put a file or folder into the local account's S3 first (a channel's "
+    "data; a missing bucket is created); repeatable",
+)
 @simulation_options(job_duration=0.0, reconcile_every=None, scope="with --local: ")
 @click.option(
     "--expect",
@@ -111,7 +119,10 @@ def run(
     follow: bool | None,
     local: bool,
     state_machine: str | None,
+    uploads: tuple[str, ...],
     outcomes: tuple[str, ...],
+    simulate: str | None,
+    python: str | None,
     expect: str,
     reconcile_every: float | None,
     job_duration: float,
@@ -129,6 +140,8 @@ def run(
     CreateTrainingJob request."""
     out = command_output(json_flag)
     name = _checked_name(name or _new_execution_name(datetime.now(UTC)))
+    if uploads and not local:
+        raise click.UsageError("--upload puts files into the local account: use it with --local")
     if local:
         from hetero_constructs.cli.local_run import run_local  # needs the local extra (moto)
 
@@ -141,7 +154,10 @@ def run(
             check=check,
             follow=follow,
             state_machine=state_machine,
+            uploads=uploads,
             outcomes=outcomes,
+            simulate=simulate,
+            python=python,
             expect=expect,
             reconcile_every=reconcile_every,
             job_duration=job_duration,

@@ -20,7 +20,11 @@ import click
 from hetero_constructs.cli.follow import EXIT_SUCCEEDED
 from hetero_constructs.cli.group import cli, command_output, handles_errors
 from hetero_constructs.cli.output import CliError
-from hetero_constructs.cli.simulation import parse_outcomes, simulation_options
+from hetero_constructs.cli.simulation import (
+    parse_outcomes,
+    parse_simulate,
+    simulation_options,
+)
 
 
 @cli.group()
@@ -45,6 +49,8 @@ def serve(
     port: int,
     region: str | None,
     outcomes: tuple[str, ...],
+    simulate: str | None,
+    python: str | None,
     job_duration: float,
     reconcile_every: float,
 ) -> int:
@@ -75,6 +81,8 @@ def serve(
             outcomes=parsed,
             job_duration=timedelta(seconds=job_duration),
             reconcile_every=reconcile_every,
+            simulate=parse_simulate(simulate),
+            python=python,
         )
     except UnsupportedMoto as error:
         raise CliError(str(error), name="UnsupportedMoto") from None

@@ -17,13 +17,7 @@ from hetero_constructs.run import lifecycle
 
 # Step Functions' own errors for a Lambda invoke that did not complete; the submission is
 # idempotent per attempt (see hetero_constructs/handlers/submit.py), so retrying them is safe.
-LAMBDA_ERRORS = (
-    "Lambda.ClientExecutionTimeoutException",
-    "Lambda.ServiceException",
-    "Lambda.AWSLambdaException",
-    "Lambda.SdkClientException",
-    "Lambda.TooManyRequestsException",
-)
+LAMBDA_ERRORS = lifecycle.LAMBDA_INVOKE_ERRORS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,9 +106,9 @@ def task_retriers(capacity_retry: CapacityRetry | None) -> list[Retrier]:
     retries = [
         Retrier(
             (*LAMBDA_ERRORS, lifecycle.Errors.THROTTLED),
-            interval_seconds=2,
-            max_attempts=6,
-            backoff_rate=2,
+            interval_seconds=lifecycle.SUBMIT_RETRY_INTERVAL_SECONDS,
+            max_attempts=lifecycle.SUBMIT_RETRY_ATTEMPTS,
+            backoff_rate=lifecycle.SUBMIT_RETRY_BACKOFF,
             jitter=True,
         )
     ]

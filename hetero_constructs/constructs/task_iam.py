@@ -245,8 +245,12 @@ def control_statements(
                 ["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
                 [m.arn for m in machines],
             ),
-            # Whether the execution still runs: a job whose execution ended is stopped.
-            permissions.allow(["states:DescribeExecution"], [m.executions for m in machines]),
+            # Whether the execution still runs (a job whose execution ended is stopped), and
+            # whether a task kept a success it heard while its submit call was in flight.
+            permissions.allow(
+                ["states:DescribeExecution", "states:GetExecutionHistory"],
+                [m.executions for m in machines],
+            ),
         ]
     return statements
 

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from hetero_constructs.deployability.intrinsics import is_intrinsic
 from hetero_constructs.deployability.quota import (
     IAM_QUOTAS,
     SFN_QUOTAS,
@@ -17,7 +18,6 @@ from hetero_constructs.deployability.quota import (
     model_max,
     quota,
 )
-from hetero_constructs.deployability.worst_case import is_intrinsic
 from hetero_constructs.service import model as service_model
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from hetero_constructs.deployability.intrinsics import is_intrinsic
 from hetero_constructs.deployability.quota import (
     CFN_QUOTAS,
     EVENT_PATTERN_CHARACTERS,
@@ -27,7 +28,6 @@ from hetero_constructs.deployability.quota import (
     model_max,
     quota,
 )
-from hetero_constructs.deployability.worst_case import is_intrinsic
 
 _SPLIT_POLICIES = (
     "split the jobs (or resources) that share this role over more roles or stacks, or move "

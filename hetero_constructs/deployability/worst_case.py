@@ -32,10 +32,8 @@ escapes for.
 
 from __future__ import annotations
 
-import base64
 import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from hetero_constructs.deployability.deploy_time import (
@@ -49,23 +47,7 @@ from hetero_constructs.deployability.deploy_time import (
     _regional,
     partition_facts,
 )
-
-_SUB_VARIABLE = re.compile(r"\$\{([^}]*)\}")
-
-
-class _NoValue:
-    """``AWS::NoValue``: the property or list item is removed."""
-
-
-NO_VALUE = _NoValue()
-
-
-def is_intrinsic(node: Any) -> bool:
-    """A one-key mapping whose key is ``Ref`` or ``Fn::...``."""
-    if not isinstance(node, dict) or len(node) != 1:
-        return False
-    (key,) = node
-    return key == "Ref" or (isinstance(key, str) and key.startswith("Fn::"))
+from hetero_constructs.deployability.intrinsics import NO_VALUE, Intrinsics
 
 
 def _length(value: Any) -> int:
@@ -79,7 +61,7 @@ def _longest(values: list[Any]) -> Any:
     return max(values, key=_length) if values else ""
 
 
-class WorstCase:
+class WorstCase(Intrinsics):
     """Replaces the intrinsics of one template's values with worst-case literals.
 
     ``value(node)`` returns the node with every intrinsic replaced (strings, lists, maps);
@@ -88,10 +70,9 @@ class WorstCase:
     """
 
     def __init__(self, template: Mapping[str, Any], known: KnownValues | None = None) -> None:
+        super().__init__(template)
+        self.functions["Fn::Cidr"] = self._cidr
         self.known = (known or KnownValues()).completed()
-        self.resources: Mapping[str, Any] = template.get("Resources") or {}
-        self.parameters: Mapping[str, Any] = template.get("Parameters") or {}
-        self.mappings: Mapping[str, Any] = template.get("Mappings") or {}
         self.estimates = 0  # values sized from bounds (worst case), not known values
         self.guesses = 0  # values sized with UNKNOWN_LENGTH
         self._resolving: set[str] = set()
@@ -111,54 +92,8 @@ class WorstCase:
             "AWS::URLSuffix": "u" * len(facts.longest_url_suffix),
             "AWS::StackName": "s" * STACK_NAME_MAX,
         }
-        self._functions: dict[str, Callable[[Any], Any]] = {
-            "Ref": self._ref,
-            "Fn::GetAtt": self._get_att,
-            "Fn::Join": self._join,
-            "Fn::Sub": self._sub,
-            "Fn::FindInMap": self._find_in_map,
-            "Fn::Select": self._select,
-            "Fn::If": self._if,
-            "Fn::Split": self._split,
-            "Fn::GetAZs": self._get_azs,
-            "Fn::Base64": self._base64,
-            "Fn::Cidr": self._cidr,
-            "Fn::ToJsonString": self._to_json_string,
-            "Fn::Length": self._fn_length,
-        }
 
     # -- public ---------------------------------------------------------------------------------
-
-    def value(self, node: Any) -> Any:
-        """The node with every intrinsic replaced by a worst-case literal."""
-        if node.__class__ is str:  # most nodes: answered before the tests below
-            return node
-        if is_intrinsic(node):
-            ((name, argument),) = node.items()
-            function = self._functions.get(name)
-            if function is None:
-                return self._guess()
-            return function(argument)
-        if isinstance(node, dict):
-            result = {key: self.value(item) for key, item in node.items()}
-            return {key: item for key, item in result.items() if item is not NO_VALUE}
-        if isinstance(node, list):
-            items = [self.value(item) for item in node]
-            return [item for item in items if item is not NO_VALUE]
-        return node
-
-    def text(self, node: Any) -> str:
-        """The node as the string it deploys to (maps and lists as compact JSON)."""
-        resolved = self.value(node)
-        if resolved is NO_VALUE or resolved is None:
-            return ""
-        if isinstance(resolved, str):
-            return resolved
-        if isinstance(resolved, bool):
-            return "true" if resolved else "false"
-        if isinstance(resolved, int | float):
-            return str(resolved)
-        return json.dumps(resolved, separators=(",", ":"), ensure_ascii=False)
 
     def exact(self, node: Any) -> str | None:
         """The value if it is literal or built only from known values, else ``None``."""
@@ -179,6 +114,12 @@ class WorstCase:
         self.guesses += 1
         return "g" * length
 
+    def unknown(self, name: str, argument: Any) -> Any:
+        return self._guess()
+
+    def malformed(self, name: str, argument: Any) -> Any:
+        return self._guess()
+
     def _pseudo_value(self, name: str) -> str:
         known = self._pseudo[name]
         if known is not None:
@@ -190,11 +131,7 @@ class WorstCase:
 
     # -- Ref and GetAtt --------------------------------------------------------------------------
 
-    def _ref(self, name: Any) -> Any:
-        if not isinstance(name, str):
-            return self._guess()
-        if name == "AWS::NoValue":
-            return NO_VALUE
+    def ref(self, name: str) -> Any:
         if name in self._pseudo:
             return self._pseudo_value(name)
         if name == "AWS::StackId":
@@ -228,17 +165,10 @@ class WorstCase:
             return self._estimate(str(default))
         return self._guess()
 
-    def _get_att(self, argument: Any) -> Any:
-        attribute: str | None
-        if isinstance(argument, str):
-            logical_id, _, attribute = argument.partition(".")
-        elif isinstance(argument, list) and len(argument) == 2:
-            logical_id, attribute = argument[0], self.exact(argument[1])
-        else:
-            return self._guess()
+    def get_att(self, logical_id: str, attribute: str) -> Any:
         resource = self.resources.get(logical_id)
         kind = RESOURCE_KINDS.get(resource.get("Type", "")) if isinstance(resource, dict) else None
-        if resource is None or kind is None or attribute is None:
+        if resource is None or kind is None:
             return self._guess()
         if attribute == "Arn" and kind.arn:
             return self._format("{arn}", resource, logical_id, kind)
@@ -293,51 +223,7 @@ class WorstCase:
 
     # -- the other functions ---------------------------------------------------------------------
 
-    def items(self, node: Any) -> list[Any]:
-        """A list argument, literal or produced by an intrinsic."""
-        resolved = self.value(node)
-        if isinstance(resolved, list):
-            return resolved
-        return [] if resolved is NO_VALUE else [resolved]
-
-    def _join(self, argument: Any) -> Any:
-        if not isinstance(argument, list) or len(argument) != 2:
-            return self._guess()
-        separator, parts = argument
-        return str(separator).join(self._scalar(part) for part in self.items(parts))
-
-    @staticmethod
-    def _scalar(value: Any) -> str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return str(value) if isinstance(value, int | float) else json.dumps(value)
-
-    def _sub(self, argument: Any) -> Any:
-        variables: Mapping[str, Any]
-        if isinstance(argument, str):
-            text, variables = argument, {}
-        elif isinstance(argument, list) and len(argument) == 2:
-            text, variables = argument[0], argument[1] or {}
-        else:
-            return self._guess()
-        if not isinstance(text, str):
-            return self._guess()
-
-        def substitute(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return self._scalar(self.value(variables[name]))
-            if "." in name:
-                return self._scalar(self._get_att(name))
-            return self._scalar(self._ref(name))
-
-        return _SUB_VARIABLE.sub(substitute, text)
-
-    def _find_in_map(self, argument: Any) -> Any:
+    def fn_find_in_map(self, argument: Any) -> Any:
         if not isinstance(argument, list) or len(argument) < 3:
             return self._guess()
         mapping = self.mappings.get(self.exact(argument[0]) or "")
@@ -363,7 +249,7 @@ class WorstCase:
             return self._guess()
         return _longest([self.value(value) for value in found])
 
-    def _select(self, argument: Any) -> Any:
+    def fn_select(self, argument: Any) -> Any:
         if not isinstance(argument, list) or len(argument) != 2:
             return self._guess()
         index, items = self.exact(argument[0]), self.items(argument[1])
@@ -372,7 +258,7 @@ class WorstCase:
         self.estimates += 1
         return _longest(items) if items else self._guess()
 
-    def _if(self, argument: Any) -> Any:
+    def fn_if(self, argument: Any) -> Any:
         if not isinstance(argument, list) or len(argument) != 3:
             return self._guess()
         self.estimates += 1  # the condition is decided at deploy time
@@ -380,17 +266,9 @@ class WorstCase:
         present = [branch for branch in branches if branch is not NO_VALUE]
         return _longest(present) if present else NO_VALUE
 
-    def _split(self, argument: Any) -> Any:
-        if not isinstance(argument, list) or len(argument) != 2:
-            return [self._guess()]
-        return self.text(argument[1]).split(str(argument[0]))
-
-    def _get_azs(self, _argument: Any) -> Any:
+    def fn_get_azs(self, argument: Any) -> Any:
         region = self._pseudo_value("AWS::Region")
         return [f"{region}x"] * 6
-
-    def _base64(self, argument: Any) -> Any:
-        return base64.b64encode(self.text(argument).encode()).decode()
 
     def _cidr(self, argument: Any) -> Any:
         count = (
@@ -399,11 +277,5 @@ class WorstCase:
         blocks = int(count) if count is not None and count.isdigit() else UNKNOWN_LENGTH
         return ["255.255.255.255/32"] * blocks
 
-    def _to_json_string(self, argument: Any) -> Any:
-        return json.dumps(self.value(argument), separators=(",", ":"), ensure_ascii=False)
 
-    def _fn_length(self, argument: Any) -> Any:
-        return len(self.items(argument))
-
-
-__all__ = ["NO_VALUE", "WorstCase", "is_intrinsic"]
+__all__ = ["WorstCase"]

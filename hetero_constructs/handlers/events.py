@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, environment, outcome, token_store
+from hetero_constructs.handlers import control, environment, outcome, task_history, token_store
 from hetero_constructs.run import lifecycle
 from hetero_constructs.run.training_job import describe_training_job as _describe
 
@@ -180,7 +180,14 @@ def _reconcile_one(dynamodb: Any, item: token_store.JobItem, now: float) -> str:
     )
     # A task that no longer waits (cancelled with its Parallel branch or Map iteration, or
     # timed out under a Catch) while its execution runs on: nobody will read this job.
-    cancelled = not ended and not orphaned and not outcome.heartbeat(stepfunctions, item.task_token)
+    # Unless the attempt's call to the submit Lambda failed, and its retry is still coming to
+    # take the job over (the token closed with the attempt, not with the task).
+    cancelled = (
+        not ended
+        and not orphaned
+        and not outcome.heartbeat(stepfunctions, item.task_token)
+        and not task_history.retry_pending(stepfunctions, item.execution_arn, item.task_token, now)
+    )
     if (ended or orphaned or cancelled) and not outcome.is_own_job(sagemaker, item, job):
         token_store.forget_job(dynamodb, item)  # someone else's job of this name
         return "forgotten"

@@ -13,9 +13,10 @@ tokens, and each gets its own *lane* (``RunSlot.lane``: its own slot, job names 
   n-1 before it starts attempt n, so it takes a lane held by an earlier attempt whose task no
   longer answers a heartbeat and whose job did not succeed: its own entry's lane, or that of an
   identical entry in the same state, which is as good (the same request, and that entry's own
-  retry takes another such lane or a free one). A lane whose success was reported by the
-  events Lambda is never taken: its entry heard it (one reported by the entry's own submit
-  invocation is not final: that invocation may still fail, and its retry must hear it again);
+  retry takes another such lane or a free one). A lane whose success was heard is taken only
+  if the execution's history says the task that heard it did not keep it: the success was
+  accepted while Step Functions' call to the submit Lambda was in flight, and that call then
+  failed (``task_history``); the retry hears it again instead of training another job;
 - an invocation that would pass over a lane another entry holds first checks that its own task
   still waits (a heartbeat): a late invocation whose attempt was retried, and which never
   claimed a lane, makes no job in another entry's place.
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hetero_constructs.handlers import outcome, token_store
+from hetero_constructs.handlers import outcome, task_history, token_store
 from hetero_constructs.handlers.attempt import Run
 
 # More identical entries than an inline Map runs at once (40), with room to spare.
@@ -61,13 +62,20 @@ def choose(
             return lane, slot  # free
         if (
             run.retry_count > slot.holder
-            and not slot.completed
             and not outcome.heartbeat(stepfunctions, slot.token)
+            and (not slot.completed or not _kept(stepfunctions, run, slot))
         ):
             return lane, slot  # an ended attempt's lane: this retry's entry's (or its twin's)
     raise TooManyLanes(
         f"{MAX_LANES} entries of {run.slot.state_name!r} with the same context are live at once"
     )
+
+
+def _kept(stepfunctions: Any, run: Run, slot: token_store.SlotItem) -> bool:
+    """Whether the task that heard the lane's success kept it. Not when the history says its
+    attempt failed after the success was accepted (its call to the submit Lambda failed while
+    in flight): that success was discarded, and a retry hears it again (``task_history``)."""
+    return task_history.kept_success(stepfunctions, run.slot.execution_arn, slot.token) is not False
 
 
 def is_own(slot: token_store.SlotItem | None, run: Run) -> bool:

@@ -172,14 +172,11 @@ def settle(
     stepfunctions: Any,
     item: token_store.JobItem,
     job: dict[str, Any],
-    *,
-    final: bool = True,
 ) -> str:
     """Record, report and forget a job that has ended (``job`` as DescribeTrainingJob gives it).
 
-    ``final=False``: the report goes out from the task's own submit invocation, which may still
-    fail after the task accepted it (its retry then hears it again, see ``lanes``): the slot is
-    not marked ``completed``, the mark that keeps other entries' retries off a lane."""
+    A success marks the slot ``completed``: other entries' retries keep off the lane, unless
+    the task that heard it did not keep it (``lanes``, ``task_history``)."""
     capacity = (
         job.get("TrainingJobStatus") != "Completed"
         and lifecycle.failure_error(job) == lifecycle.Errors.CAPACITY
@@ -198,7 +195,7 @@ def settle(
             reported,
             failures if reported else (slot.capacity_failures if slot else 0),
             holder=max(slot.holder if slot else 0, item.token_holder),
-            completed=final and reported and job.get("TrainingJobStatus") == "Completed",
+            completed=reported and job.get("TrainingJobStatus") == "Completed",
         )
         if slot is None:
             written = written.held_by(item.task_token)

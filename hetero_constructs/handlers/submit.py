@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from hetero_constructs.handlers import control, environment, lanes, outcome, token_store
+from hetero_constructs.handlers import (
+    control,
+    environment,
+    lanes,
+    outcome,
+    task_history,
+    token_store,
+)
 from hetero_constructs.handlers.attempt import (
     InvalidOverrides,
     Run,
@@ -150,7 +157,7 @@ class Submission:
         if not token_store.put_job(self.dynamodb, item, self.run.ttl_seconds, take_over=True):
             return self.lost("a newer attempt holds the job")
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.settle(self.dynamodb, self.stepfunctions, item, job, final=False)
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         return {"TrainingJobName": slot.job, "resumed": True}
 
     def job_item(
@@ -365,7 +372,7 @@ class Submission:
     def continue_created(self, item: token_store.JobItem, job: dict[str, Any]) -> dict[str, Any]:
         """Go on with the attempt's job, created although CreateTrainingJob answered an error."""
         if job.get("TrainingJobStatus") in outcome.TERMINAL:
-            outcome.settle(self.dynamodb, self.stepfunctions, item, job, final=False)
+            outcome.settle(self.dynamodb, self.stepfunctions, item, job)
         else:
             self.stop_if_orphaned(item)
         return {"TrainingJobName": item.name, "alreadySubmitted": True}
@@ -393,11 +400,15 @@ class Submission:
             return
 
     def _stop_cancelled_jobs(self, name: str) -> None:
+        now = time.time()
         for other in token_store.jobs_of_execution(self.dynamodb, self.run.slot.execution_arn):
             if other.name == name or other.role_arn != self.run.control_role:
                 continue
             if outcome.heartbeat(self.stepfunctions, other.task_token):
                 continue
+            execution = self.run.slot.execution_arn
+            if task_history.retry_pending(self.stepfunctions, execution, other.task_token, now):
+                continue  # its attempt's retry is coming to take it over
             job = describe(self.sagemaker, other.name)
             running = job is not None and job.get("TrainingJobStatus") == "InProgress"
             if running and job is not None and outcome.is_own_job(self.sagemaker, other, job):

@@ -7,9 +7,9 @@ and serves that same moto over HTTP, bound to 127.0.0.1 only, so any AWS client 
 the ``TrainingRun`` API, a user's own boto3 code. A clock thread does what AWS does between
 calls: delivers the events the services send to the stacks' EventBridge rules (running their
 Lambdas in-process), fires the scheduled rules (the reconciler) every ``reconcile_every``
-seconds, and moves each training job through its stages over ``job_duration``, its hosts
-logging as it goes, to the outcome scripted for it (``outcomes``, in creation order, then
-``Completed``).
+seconds, and ends each training job: a real one (the default) as its hosts end, running the
+job's own code on this machine; a drill (``outcomes``, in creation order, then ``simulate``)
+through its stages over ``job_duration`` to the outcome scripted for it.
 
 What moto's own CloudFormation does here: each stack is registered with ``CreateStack`` and its
 outputs, so ``DescribeStacks`` (and ``hetero-train run STACK/CONSTRUCT``) finds its state
@@ -43,7 +43,9 @@ class LocalAccount:
     """Synthesized stacks served on ``http://127.0.0.1:PORT``. Use as a context manager.
 
     ``port`` 0 picks a free one (``url`` says which). ``job_duration``: how long each simulated
-    training job runs, in wall-clock time.
+    training job (a drill) runs, in wall-clock time; ``simulate``: how every attempt beyond the
+    scripted ``outcomes`` ends, as a drill (None: they run for real); ``python``: the Python
+    that runs the entry points.
     """
 
     def __init__(
@@ -55,10 +57,12 @@ class LocalAccount:
         outcomes: Iterable[str | Outcome] = (),
         job_duration: timedelta = timedelta(seconds=20),
         reconcile_every: float = 300.0,
+        simulate: str | Outcome | None = None,
+        python: str | None = None,
     ) -> None:
         self.templates = [Path(t) for t in templates]
         self.port = port
-        self.cloud = LocalCloud(region)
+        self.cloud = LocalCloud(region, simulate=simulate, python=python)
         self.outcomes = [Outcome.parse(outcome) for outcome in outcomes]
         self.job_duration = job_duration
         self.reconcile_every = reconcile_every
@@ -99,6 +103,15 @@ class LocalAccount:
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
             self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
             self._server.start()
+            # A host's AWS clients reach this account, as a container's reach AWS.
+            self.cloud.training.real.environment.update(
+                {
+                    "AWS_ENDPOINT_URL": self.url,
+                    "AWS_DEFAULT_REGION": self.region,
+                    "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing",
+                }
+            )
         except BaseException:
             self.cloud.__exit__(None, None, None)
             raise

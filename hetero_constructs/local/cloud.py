@@ -37,10 +37,9 @@ from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, de
 from hetero_constructs.local.deploy.template import Template
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.faults import Faults
-from hetero_constructs.local.lambdas import Lambdas
+from hetero_constructs.local.lambdas import Lambdas, install_invoke
 from hetero_constructs.local.patching import Patches, environment_variable, epoch_millis
 from hetero_constructs.local.results import ExecutionResult, Follow, start_follow
-from hetero_constructs.local.telemetry import JobTelemetry
 from hetero_constructs.local.training import Outcome, TrainingJobs
 
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
@@ -56,10 +55,19 @@ class LocalCloud:
     or relies on (``moto_targets``); nothing is replaced then.
 
     ``region``: the region of the deployment; None takes it from the first template deployed
-    (its cdk.out manifest, else its literal ARNs, else us-west-2).
+    (its cdk.out manifest, else its literal ARNs, else us-west-2). Each training job a run
+    creates runs for real (every host's script as processes of this machine, ``hosts``) unless
+    its end is scripted (``outcomes``): ``simulate`` scripts every attempt beyond those (a drill
+    that runs no code), ``python`` runs the entry points (default: this Python).
     """
 
-    def __init__(self, region: str | None = None) -> None:
+    def __init__(
+        self,
+        region: str | None = None,
+        *,
+        simulate: str | Outcome | None = None,
+        python: str | None = None,
+    ) -> None:
         # Loud at once: UnsupportedMoto names what the installed moto moved.
         moto_targets.require()
         self.region = region or "us-west-2"
@@ -77,6 +85,9 @@ class LocalCloud:
         self.faults = Faults(self.bus)
         self.lambdas = Lambdas(self.faults, self._send, self.region)
         self.training = TrainingJobs(self.bus.put, self.account, self.region)
+        self.training.otherwise = Outcome.parse(simulate) if simulate is not None else None
+        if python is not None:
+            self.training.real.python = python
         self._current_execution: str | None = None
         self._stack = contextlib.ExitStack()
         self._run_counter = 0
@@ -114,10 +125,13 @@ class LocalCloud:
         patches = Patches(self._stack)
         moto_gaps.install(patches, self._on_execution_status, self.retry_waits)
         self.training.install(patches)
-        self.lambdas.install(patches)
+        install_invoke(patches, self.lambdas)
         self._scratch = Path(self._stack.enter_context(scratch_folder()))
         self._default_session()
-        self.training.telemetry = JobTelemetry(self.client, self.training._logs)
+        self.training.scratch = self._scratch / "jobs"
+        self.training.scratch.mkdir()
+        # Before moto goes: every real job's hosts are killed when the cloud closes.
+        self._stack.callback(self.training.close)
         self.lambdas.set_stop_hook(self._stop_current)
 
     def __exit__(self, *exc: object) -> None:
@@ -457,7 +471,8 @@ class LocalCloud:
             busy = self.bus.pending() or self.lambdas.running()
             if not busy:
                 for name in stopping:
-                    self.training.end(name)
+                    if self.training.due(name):  # a real job: once its hosts have exited
+                        self.training.end(name)
                 if not stopping:
                     return
             time.sleep(_TICK)

@@ -155,34 +155,6 @@ class Lambdas:
         self._lock = threading.Lock()
         self._running = 0
 
-    def install(self, patches: Patches) -> None:
-        """Invoke (moto's, the Step Functions integration's) runs these functions in-process."""
-        from moto.awslambda_simple.models import LambdaSimpleBackend
-
-        lambdas = self
-
-        def invoke(
-            backend: Any,
-            function_name: str,
-            qualifier: Any,
-            body: Any,
-            headers: Any,
-            response_headers: dict[str, str],
-        ) -> bytes:
-            kind = headers.get("X-Amz-Invocation-Type") if headers else None
-            if kind == "DryRun":
-                return b""
-            if kind == "Event":
-                lambdas.queue_async(function_name, _text(body))
-                return b""
-            try:
-                return lambdas.invoke(function_name, body)
-            except FunctionError as error:
-                response_headers["x-amz-function-error"] = "Unhandled"
-                return error.payload()
-
-        patches.replace(LambdaSimpleBackend, "invoke", invoke)
-
     def set_stop_hook(self, hook: StopHook | None) -> None:
         self._stop_hook = hook
 
@@ -417,6 +389,33 @@ def _parsed(payload: bytes | str | None) -> Any:
         return payload.decode() if isinstance(payload, bytes) else payload
 
 
+def install_invoke(patches: Patches, lambdas: Lambdas) -> None:
+    """moto's Lambda Invoke runs the function in-process (``Event``: queued, as AWS does)."""
+    from moto.awslambda_simple.models import LambdaSimpleBackend
+
+    def invoke(
+        backend: Any,
+        function_name: str,
+        qualifier: Any,
+        body: Any,
+        headers: Any,
+        response_headers: dict[str, str],
+    ) -> bytes:
+        kind = headers.get("X-Amz-Invocation-Type") if headers else None
+        if kind == "DryRun":
+            return b""
+        if kind == "Event":
+            lambdas.queue_async(function_name, _text(body))
+            return b""
+        try:
+            return lambdas.invoke(function_name, body)
+        except FunctionError as error:
+            response_headers["x-amz-function-error"] = "Unhandled"
+            return error.payload()
+
+    patches.replace(LambdaSimpleBackend, "invoke", invoke)
+
+
 def _text(body: Any) -> str:
     if body is None:
         return "{}"
@@ -431,5 +430,6 @@ __all__ = [
     "LocalFunction",
     "Sender",
     "StopHook",
+    "install_invoke",
     "private_module_names",
 ]

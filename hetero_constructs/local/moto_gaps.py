@@ -109,7 +109,8 @@ def _compressed_retries(patches: Patches, waits: RetryWaits) -> None:
     from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
     class _Time:
-        sleep = staticmethod(waits.sleep)
+        # Looked up at each wait, so that a test can hook ``waits.sleep``.
+        sleep = staticmethod(lambda seconds: waits.sleep(seconds))
 
     patches.replace(retrier_decl, "time", _Time)
 

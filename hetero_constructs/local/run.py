@@ -41,18 +41,21 @@ def run_template(
     timeout: float = 120.0,
     follow: Follow | None = None,
     notes: TextIO | None = None,
+    python: str | None = None,
 ) -> ExecutionResult:
     """Deploy ``template`` into a fresh local cloud and run one execution of its state machine.
 
-    ``follow`` receives the clients and the execution ARN (see ``results.Follow``); notes on what
-    was not simulated go to ``notes`` (default: standard error). ``LookupError`` for a state
-    machine that cannot be chosen (several and none named, or an unknown name).
+    Each training job runs for real unless ``outcomes`` scripts its end; ``python`` runs the
+    entry points (default: this Python). ``follow`` receives the clients and the execution ARN
+    (see ``results.Follow``); notes on what was not simulated go to ``notes`` (default:
+    standard error). ``LookupError`` for a state machine that cannot be chosen (several and
+    none named, or an unknown name).
     """
-    with LocalCloud(region) as cloud:
+    with LocalCloud(region, python=python) as cloud:
         cloud.deploy(template)
         for note in cloud.notes:
             print(f"note: {note}", file=notes or sys.stderr)
-        return cloud.run(
+        result = cloud.run(
             cloud.state_machine(state_machine),
             execution_input,
             name=name,
@@ -61,6 +64,9 @@ def run_template(
             timeout=timeout,
             follow=follow,
         )
+        for note in cloud.training.real.notes:
+            print(f"note: {note}", file=notes or sys.stderr)
+        return result
 
 
 __all__ = ["run_template", "template_problem"]

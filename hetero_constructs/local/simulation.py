@@ -17,6 +17,7 @@ timestamp a display shows is in order with the execution's own. As the service d
 from __future__ import annotations
 
 import contextlib
+import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -115,6 +116,8 @@ class LogWriter:
     def __init__(self, account: str, region: str) -> None:
         self.account = account
         self.region = region
+        # Real jobs' hosts write from a thread each: one write at a time into moto.
+        self._lock = threading.Lock()
 
     def _backend(self) -> Any:
         from moto.logs.models import logs_backends
@@ -133,12 +136,13 @@ class LogWriter:
             return
         from moto.logs.exceptions import ResourceAlreadyExistsException
 
-        backend = self._backend()
-        with contextlib.suppress(ResourceAlreadyExistsException):
-            backend.create_log_stream(TRAINING_LOG_GROUP, stream)
         millis = int(as_utc(moment).timestamp() * 1000)
         events = [{"timestamp": millis, "message": message} for message in messages]
-        backend.put_log_events(TRAINING_LOG_GROUP, stream, events)
+        with self._lock:
+            backend = self._backend()
+            with contextlib.suppress(ResourceAlreadyExistsException):
+                backend.create_log_stream(TRAINING_LOG_GROUP, stream)
+            backend.put_log_events(TRAINING_LOG_GROUP, stream, events)
 
 
 __all__ = [

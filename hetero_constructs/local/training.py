@@ -13,15 +13,26 @@ from __future__ import annotations
 
 import copy
 import json
+import tempfile
 import threading
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+from hetero_constructs.local.attempts import (
+    DEFAULT_FAILURE_REASON,
+    OUTCOME_STATUSES,
+    Outcome,
+    TrainingJobAttempt,
+    epoch_millis,
+    instance_types,
+    quota_message,
+)
 from hetero_constructs.local.patching import Patches
+from hetero_constructs.local.real_jobs import RealJobs
 from hetero_constructs.local.simulation import (
     LogWriter,
     Stage,
@@ -30,11 +41,7 @@ from hetero_constructs.local.simulation import (
     hosts,
     stages,
 )
-from hetero_constructs.local.telemetry import JobTelemetry
 
-#: The outcomes a run can script, one per CreateTrainingJob attempt.
-OUTCOME_STATUSES = ("Completed", "Failed", "Stopped", "ResourceLimitExceeded")
-DEFAULT_FAILURE_REASON = "AlgorithmError: training script exited with code 1"
 JOB_EVENT_SOURCE = "aws.sagemaker"
 JOB_EVENT_TYPE = "SageMaker Training Job State Change"
 #: Job statuses after which nothing changes any more.
@@ -42,87 +49,6 @@ TERMINAL_JOB_STATUSES = ("Completed", "Failed", "Stopped")
 
 #: Receives each event the simulated service emits.
 EventSink = Callable[[dict[str, Any]], None]
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How one training-job attempt ends.
-
-    ``Completed``; ``Failed`` with its ``FailureReason`` (``detail``); ``Stopped`` with its
-    ``SecondaryStatus`` (``detail``, default ``Stopped``); ``ResourceLimitExceeded``: the
-    CreateTrainingJob call itself is refused with that error and no job exists.
-    """
-
-    status: str
-    detail: str | None = None
-
-    @classmethod
-    def parse(cls, text: str | Outcome) -> Outcome:
-        """``STATUS[:DETAIL]``, e.g. ``Failed:CapacityError: Unable to provision ...``."""
-        if isinstance(text, Outcome):
-            return text
-        status, _, detail = text.partition(":")
-        status, detail = status.strip(), detail.strip()
-        if status not in OUTCOME_STATUSES:
-            raise ValueError(
-                f"outcome {text!r}: the status must be one of {', '.join(OUTCOME_STATUSES)} "
-                "(optionally Failed:REASON or Stopped:SECONDARY_STATUS), e.g. "
-                "'Failed:CapacityError: Unable to provision requested ML compute capacity.'"
-            )
-        if detail and status in ("Completed", "ResourceLimitExceeded"):
-            raise ValueError(
-                f"outcome {text!r}: {status} takes no detail; only Failed:REASON and "
-                "Stopped:SECONDARY_STATUS do"
-            )
-        return cls(status, detail or None)
-
-
-@dataclass
-class TrainingJobAttempt:
-    """One CreateTrainingJob attempt of a run: the request as submitted and how it ended."""
-
-    name: str
-    status: str
-    instance_types: list[str]
-    request: dict[str, Any]
-    secondary_status: str | None = None
-    failure_reason: str | None = None
-    planned: Outcome = field(default_factory=lambda: Outcome("Completed"))
-    created: datetime | None = None
-    length: timedelta = field(default_factory=timedelta)
-    stages_applied: int = 1  # Starting, at creation
-    trained_from: datetime | None = None  # when its instances started (Downloading)
-    #: The last value of each metric once the job ended (DescribeTrainingJob's list).
-    final_metrics: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """The command line's ``jobs[]`` entry."""
-        return {
-            "name": self.name,
-            "status": self.status,
-            "instance_types": self.instance_types,
-            "request": self.request,
-        }
-
-
-def instance_types(request: dict[str, Any]) -> list[str]:
-    """The instance types a request asks for, one per instance group (or the single type)."""
-    resources = request.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups")
-    if groups:
-        return [str(group.get("InstanceType")) for group in groups]
-    return [str(resources["InstanceType"])] if resources.get("InstanceType") else []
-
-
-def epoch_millis(value: Any) -> Any:
-    """Datetimes anywhere in ``value`` as epoch milliseconds (EventBridge's SageMaker events)."""
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    if isinstance(value, dict):
-        return {key: epoch_millis(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [epoch_millis(item) for item in value]
-    return value
 
 
 class TrainingJobs:
@@ -142,8 +68,21 @@ class TrainingJobs:
         self._outcomes: deque[Outcome] = deque()
         self._backend: Any = None
         self._lock = threading.RLock()
-        #: Writes the hosts' metric lines and the job's metrics (set by the local cloud).
-        self.telemetry: JobTelemetry | None = None
+        #: How attempts beyond the scripted ones end: None, they run for real (the default);
+        #: an outcome, they are drills that end so.
+        self.otherwise: Outcome | None = None
+        #: Where real jobs' hosts get their folders (set by the local cloud).
+        self.scratch: Path | None = None
+        self.real = RealJobs(self._logs, self._scratch)
+
+    def _scratch(self) -> Path:
+        if self.scratch is None:
+            self.scratch = Path(tempfile.mkdtemp(prefix="hetero-local-jobs-"))
+        return self.scratch
+
+    def close(self) -> None:
+        """Every running job's hosts killed: nothing outlives the local cloud."""
+        self.real.close()
 
     # -- scripting ------------------------------------------------------------------------
 
@@ -171,6 +110,9 @@ class TrainingJobs:
         """Whether a running job has run its length (a stopping one always has)."""
         with self._lock:
             attempt = self.attempt(name)
+            if not attempt.simulated:
+                job = self.real.job(name)
+                return job is None or job.finished.is_set()
             if attempt.status == "Stopping" or attempt.created is None:
                 return True
             return (now or datetime.now(UTC)) >= as_utc(attempt.created) + attempt.length
@@ -182,6 +124,8 @@ class TrainingJobs:
             for attempt in self.attempts:
                 if attempt.status != "InProgress" or attempt.created is None:
                     continue
+                if not attempt.simulated:
+                    continue  # its stages come from its hosts
                 planned = self._stages(attempt, attempt.length)[:-1]  # the end is end()'s
                 for stage in planned[attempt.stages_applied :]:
                     if as_utc(stage.at) > now:
@@ -190,7 +134,7 @@ class TrainingJobs:
 
     def _stages(self, attempt: TrainingJobAttempt, length: timedelta) -> list[Stage]:
         assert attempt.created is not None
-        outcome = attempt.planned
+        outcome = attempt.planned or Outcome("Completed")
         reason = outcome.detail or self.failure_reason if outcome.status == "Failed" else None
         secondary = outcome.status if outcome.status != "Stopped" else outcome.detail or "Stopped"
         return stages(attempt.created, length, outcome.status, secondary, reason)
@@ -201,19 +145,23 @@ class TrainingJobs:
         transitions = job.secondary_status_transitions
         if transitions:
             transitions[-1]["EndTime"] = stage.at
+        # A drill says so wherever its statuses show (no code ran).
+        message = f"simulated: {stage.message}" if attempt.simulated else stage.message
         transitions.append(
-            {"Status": stage.status, "StartTime": stage.at, "StatusMessage": stage.message}
+            {"Status": stage.status, "StartTime": stage.at, "StatusMessage": message}
         )
         job.secondary_status = attempt.secondary_status = stage.status
         attempt.stages_applied += 1
         if stage.status == "Downloading":
             attempt.trained_from = job.training_start_time = stage.at
-        if attempt.trained_from is None:
-            return  # no instance is running: nothing is logged
+        if attempt.trained_from is None or not attempt.simulated:
+            return  # no instance is running, or its hosts log for themselves
         assert attempt.created is not None
         epoch = int(as_utc(attempt.created).timestamp())
         for host, group in hosts(attempt.request):
-            lines = host_lines(stage.status, group, host, reason)
+            lines = [
+                f"[simulated] {line}" for line in host_lines(stage.status, group, host, reason)
+            ]
             self._logs.write(f"{attempt.name}/{host}-{epoch}", stage.at, lines)
 
     def attempt(self, name: str) -> TrainingJobAttempt:
@@ -248,29 +196,34 @@ class TrainingJobs:
                         message=f"Training job names must be unique within an AWS account and "
                         f"region, and a training job with this name already exists ({arn})"
                     )
-                planned = jobs._outcomes.popleft() if jobs._outcomes else Outcome("Completed")
+                planned = jobs._outcomes.popleft() if jobs._outcomes else jobs.otherwise
                 attempt = TrainingJobAttempt(
                     name, "InProgress", instance_types(request), request, planned=planned
                 )
                 jobs.attempts.append(attempt)
-                if planned.status == "ResourceLimitExceeded":
+                if planned is not None and planned.status == "ResourceLimitExceeded":
                     attempt.status = "ResourceLimitExceeded"
-                    raise ResourceLimitExceeded(_quota_message(request))
+                    raise ResourceLimitExceeded(quota_message(request))
                 result = create(response)
                 job = backend.training_jobs[name]
                 job.training_job_status = attempt.status = "InProgress"
                 job.secondary_status = attempt.secondary_status = "Starting"
                 job.training_start_time = job.training_end_time = None
+                job.final_metric_data_list = None  # moto's own (train:progress) never shows
                 job.secondary_status_transitions = [
                     {
                         "Status": "Starting",
                         "StartTime": job.creation_time,
-                        "StatusMessage": "Launching requested ML instances",
+                        "StatusMessage": ("simulated: " if attempt.simulated else "")
+                        + "Launching requested ML instances",
                     }
                 ]
                 attempt.created = job.creation_time
                 attempt.length = jobs.job_duration
                 jobs._logs.ensure_group()
+                if planned is None:
+                    epoch = int(as_utc(job.creation_time).timestamp())
+                    jobs.real.start(name, request, epoch, jobs._real_stage)
             jobs._emit(jobs.state_change_event(name))
             return result
 
@@ -286,6 +239,7 @@ class TrainingJobs:
             described.update({k: v for k, v in attempt.request.items() if k != "Tags"})
             if attempt.status not in ("Completed", "Stopped"):
                 described.pop("ModelArtifacts", None)
+            described.pop("FinalMetricDataList", None)
             if attempt.final_metrics:
                 described["FinalMetricDataList"] = copy.deepcopy(attempt.final_metrics)
             return described
@@ -309,6 +263,9 @@ class TrainingJobs:
                 job.last_modified_time = datetime.now(UTC)
                 jobs._enter(attempt, Stage("Stopping", "Stopping the training job", _now(job)))
                 jobs.stopped_jobs.append(name)
+                running = jobs.real.job(name) if not attempt.simulated else None
+                if running is not None:
+                    running.stop()
             jobs._emit(jobs.state_change_event(name))
             return ActionResult({})
 
@@ -320,45 +277,81 @@ class TrainingJobs:
 
     def end(self, name: str, outcome: str | Outcome | None = None) -> TrainingJobAttempt:
         """End a running job now: as stopped if it is Stopping, else with ``outcome`` (or its
-        plan). Stages not yet entered are laid out over the time the job actually took."""
+        plan; a real job: as its hosts ended, or killed first when ``outcome`` is given).
+        A drill's stages not yet entered are laid out over the time it actually took."""
         with self._lock:
             attempt = self.attempt(name)
             if attempt.status not in ("InProgress", "Stopping"):
                 raise ValueError(f"training job {name} has already ended ({attempt.status})")
+            running = None if attempt.simulated else self.real.job(name)
+        if running is not None and (outcome is not None or not running.finished.is_set()):
+            running.kill()
+            running.wait(60)
+        with self._lock:
             job = self._backend.training_jobs[name]
             end = _now(job)
-            if attempt.status == "Stopping":
-                attempt.planned = Outcome("Stopped")
-                remaining = [Stage("Stopped", "Training job stopped", end)]
+            if running is not None and running.ending is not None and outcome is None:
+                self._end_real(attempt, job, running.ending, end)
             else:
-                if outcome is not None:
-                    attempt.planned = Outcome.parse(outcome)
-                assert attempt.created is not None
-                remaining = self._stages(attempt, end - attempt.created)[attempt.stages_applied :]
-            planned = attempt.planned
-            if planned.status == "Failed":
-                attempt.failure_reason = planned.detail or self.failure_reason
-            for stage in remaining:
-                self._enter(attempt, stage, attempt.failure_reason)
-            attempt.status = job.training_job_status = planned.status
-            job.secondary_status_transitions[-1]["EndTime"] = end
-            if attempt.failure_reason:
-                job.failure_reason = attempt.failure_reason
-            job.training_end_time = job.last_modified_time = end
-            # Wall-clock time from the instances' start, as the service reports it (the bill is
-            # this times the instances); zero for a job whose instances never started.
-            start = attempt.trained_from
-            seconds = int((end - start).total_seconds()) if start is not None else 0
-            job.training_time_in_seconds = job.billable_time_in_seconds = seconds
-            if start is None:
-                job.training_start_time = None
-            elif self.telemetry is not None and attempt.created is not None:
-                epoch = int(as_utc(attempt.created).timestamp())
-                attempt.final_metrics = self.telemetry.ended(
-                    name, attempt.request, as_utc(start), as_utc(end), epoch
-                )
+                self._end_planned(attempt, job, outcome, end)
         self._emit(self.state_change_event(name))
         return attempt
+
+    def _end_planned(
+        self, attempt: TrainingJobAttempt, job: Any, outcome: str | Outcome | None, end: datetime
+    ) -> None:
+        if attempt.status == "Stopping":
+            attempt.planned = Outcome("Stopped")
+            remaining = [Stage("Stopped", "Training job stopped", end)]
+        else:
+            if outcome is not None:
+                attempt.planned = Outcome.parse(outcome)
+            assert attempt.created is not None
+            remaining = self._stages(attempt, end - attempt.created)[attempt.stages_applied :]
+        planned = attempt.planned or Outcome("Completed")
+        if planned.status == "Failed":
+            attempt.failure_reason = planned.detail or self.failure_reason
+        for stage in remaining:
+            self._enter(attempt, stage, attempt.failure_reason)
+        self._close(attempt, job, planned.status, end)
+
+    def _end_real(self, attempt: TrainingJobAttempt, job: Any, ending: Any, end: datetime) -> None:
+        """The job ends as its hosts ended (``hosts.Ending``)."""
+        end = max(end, _like(job, ending.ended))
+        if ending.trained_from is not None and attempt.trained_from is None:
+            attempt.trained_from = _like(job, ending.trained_from)
+        message = {"Completed": "Training job completed", "Stopped": "Training job stopped"}
+        attempt.failure_reason = ending.reason
+        text = ending.reason if ending.status == "Failed" else message.get(ending.status, "")
+        self._enter(attempt, Stage(ending.secondary, text or "", end))
+        if ending.model_artifacts:
+            job.model_artifacts = {"S3ModelArtifacts": ending.model_artifacts}
+        attempt.final_metrics = self.real.final_metrics(attempt.name)
+        job.final_metric_data_list = copy.deepcopy(attempt.final_metrics) or None
+        self._close(attempt, job, ending.status, end)
+
+    def _close(self, attempt: TrainingJobAttempt, job: Any, status: str, end: datetime) -> None:
+        attempt.status = job.training_job_status = status
+        job.secondary_status_transitions[-1]["EndTime"] = end
+        if attempt.failure_reason:
+            job.failure_reason = attempt.failure_reason
+        job.training_end_time = job.last_modified_time = end
+        # Wall-clock time from the instances' start, as the service reports it (the bill is
+        # this times the instances); zero for a job whose instances never started.
+        start = attempt.trained_from
+        seconds = int((end - start).total_seconds()) if start is not None else 0
+        job.training_time_in_seconds = job.billable_time_in_seconds = seconds
+        if start is None:
+            job.training_start_time = None
+
+    def _real_stage(self, name: str, status: str, moment: datetime, message: str) -> None:
+        """A real job entered a stage (from its watching thread)."""
+        with self._lock:
+            attempt = self.attempt(name)
+            if attempt.status != "InProgress":
+                return  # stopping: SageMaker shows no later stage but the end
+            job = self._backend.training_jobs[name]
+            self._enter(attempt, Stage(status, message, max(_like(job, moment), _now(job))))
 
     def state_change_event(self, name: str) -> dict[str, Any]:
         """The "SageMaker Training Job State Change" event for the job as it is now."""
@@ -385,24 +378,6 @@ def describe_plain(backend: Any, name: str) -> dict[str, Any]:
     return dict(epoch_millis(copy.deepcopy(backend.describe_training_job(name))))
 
 
-def _instance_count(request: dict[str, Any]) -> int:
-    resources = request.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups")
-    if groups:
-        return sum(int(group.get("InstanceCount", 1)) for group in groups)
-    return int(resources.get("InstanceCount", 1))
-
-
-def _quota_message(request: dict[str, Any]) -> str:
-    kind = (instance_types(request) or ["ml.m5.large"])[0]
-    count = _instance_count(request)
-    return (
-        f"The account-level service limit '{kind} for training job usage' is 0 Instances, with "
-        f"current utilization of 0 Instances and a request delta of {count} Instances. Please "
-        "use AWS Service Quotas to request an increase for this quota."
-    )
-
-
 def _now(job: Any) -> datetime:
     """Now, in the time zone of the job's own times (moto's may be naive), never before any."""
     now = datetime.now(UTC)
@@ -410,6 +385,12 @@ def _now(job: Any) -> datetime:
         now = now.replace(tzinfo=None)
     last: datetime = job.secondary_status_transitions[-1]["StartTime"]
     return max(now, last)
+
+
+def _like(job: Any, moment: datetime) -> datetime:
+    """``moment`` in the time zone of the job's own times (moto's may be naive UTC)."""
+    aware = as_utc(moment).astimezone(UTC)
+    return aware.replace(tzinfo=None) if job.creation_time.tzinfo is None else aware
 
 
 def _event_time() -> str:

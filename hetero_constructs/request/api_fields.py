@@ -9,7 +9,7 @@ or whose type is not the field's, is refused the first time the class is used.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.schema import BOOLEAN, INTEGER, STRING, SpecField, schema_of
@@ -25,25 +25,20 @@ _MODEL_TYPES = {
 
 
 class ApiField(NamedTuple):
-    """A spec field sent as it is, under its member of the request."""
+    """A spec field sent as it is, under its member of the request, when it is set: a boolean
+    when true, a field with a default of its own always, another when not ``None`` or ``""``."""
 
     name: str
     member: str  # the dotted path, as declared
     steps: tuple[str, ...]
     #: The member's type in botocore's model: "integer", "long", "string" or "boolean".
     model_type: str
+    #: The member is an integer (an integral float is sent as an int).
+    integer: bool
+    #: The member is a boolean (sent when true).
+    boolean: bool
     #: Sent whatever its value (a field with a default of its own, not a boolean).
     always: bool
-
-    @property
-    def integer(self) -> bool:
-        return self.model_type in INTEGER_RANGES
-
-    def is_set(self, value: Any) -> bool:
-        """Whether the value is sent: not ``None``, ``""`` or ``False``, unless always sent."""
-        if self.model_type == "boolean":
-            return bool(value)
-        return self.always or (value is not None and value != "")
 
 
 def _api_field(owner: type, declared: SpecField, member: str) -> ApiField:
@@ -61,12 +56,15 @@ def _api_field(owner: type, declared: SpecField, member: str) -> ApiField:
             f"{member}, a {model_type} in botocore's model; send it from the request builder "
             "instead"
         )
+    boolean = model_type == "boolean"
     return ApiField(
         declared.name,
         member,
         tuple(member.split(".")),
         model_type,
-        always=model_type != "boolean" and not declared.optional,
+        integer=model_type in INTEGER_RANGES,
+        boolean=boolean,
+        always=not boolean and not declared.optional,
     )
 
 

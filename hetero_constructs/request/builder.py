@@ -81,11 +81,16 @@ def build_request(context: RuleContext) -> dict[str, Any]:
 
 
 def _send_as_they_are(context: RuleContext, request: dict[str, Any]) -> None:
-    """Each field declared with its API member, under that member, when it is set."""
+    """Each field declared with its API member, under that member, when it is set (``ApiField``:
+    a boolean when true, a field with a default of its own always, another when not ``None``
+    or ``""``)."""
     spec = context.spec
     for field in api_fields(type(spec)):
         value = getattr(spec, field.name)
-        if not field.is_set(value):
+        if field.boolean:
+            if not value:
+                continue
+        elif not field.always and (value is None or value == ""):
             continue
         if field.integer:
             value = _integer(context, value)

@@ -81,20 +81,19 @@ MODEL_PARALLEL = "smdistributed.modelparallel"
 SMDDP_COLLECTIVE = "smddp_collective"
 
 
-def optional_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    """The fields of spec class ``cls`` whose default is no value, each with whether that
-    default is an empty collection (else it is ``None``)."""
+def optional_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields of spec class ``cls`` whose default is no value: those whose default is
+    ``None``, and those whose default is an empty collection."""
     return _optional_fields(cls)
 
 
 # Cached per class behind a plain function: mypy takes no frozen dataclass class as Hashable.
 @cache
-def _optional_fields(cls: type) -> tuple[tuple[str, bool], ...]:
-    return tuple(
-        (declared.name, declared.default is not None)
-        for declared in schema_of(cls)
-        if declared.default is None
-        or (isinstance(declared.default, tuple | Mapping) and not declared.default)
+def _optional_fields(cls: type) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    fields = schema_of(cls)
+    return (
+        tuple(d.name for d in fields if d.default is None),
+        tuple(d.name for d in fields if isinstance(d.default, tuple | Mapping) and not d.default),
     )
 
 
@@ -104,7 +103,8 @@ FEATURES = frozenset(
         *LAUNCHER_OPTIONS,
         MODEL_PARALLEL,
         SMDDP_COLLECTIVE,
-        *(name for name, _ in optional_fields(TrainingSpec)),
+        *optional_fields(TrainingSpec)[0],
+        *optional_fields(TrainingSpec)[1],
     }
 )
 
@@ -125,10 +125,9 @@ def spec_features(spec: TrainingSpec) -> frozenset[str]:
             used.append(MODEL_PARALLEL)
         if distribution.smddp_collectives:
             used.append(SMDDP_COLLECTIVE)
-    for name, collection in optional_fields(type(spec)):
-        value = getattr(spec, name)
-        if value if collection else value is not None:
-            used.append(name)
+    values, collections = optional_fields(type(spec))
+    used += [name for name in values if getattr(spec, name) is not None]
+    used += [name for name in collections if getattr(spec, name)]
     return frozenset(used)
 
 

@@ -37,6 +37,26 @@ STATE_MACHINE_OUTPUT_PREFIX = "hetero-constructs:state-machine:"
 SUBMIT_TIMEOUT_SECONDS = 60
 CREATION_WINDOW_SECONDS = SUBMIT_TIMEOUT_SECONDS + 30
 
+# Step Functions' own errors for a Lambda invoke that did not complete: the training task
+# retries them (and ``Errors.THROTTLED``) every ``SUBMIT_RETRY_INTERVAL_SECONDS`` doubling,
+# ``SUBMIT_RETRY_ATTEMPTS`` times; the submission is idempotent per attempt.
+LAMBDA_INVOKE_ERRORS = (
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+)
+SUBMIT_RETRY_INTERVAL_SECONDS = 2
+SUBMIT_RETRY_ATTEMPTS = 6
+SUBMIT_RETRY_BACKOFF = 2
+# After an attempt failed so, its retry takes the attempt's job over within the retrier's
+# longest wait plus the retry's own invocation: until then, the job is not a cancelled task's.
+RETRY_TAKEOVER_SECONDS = (
+    SUBMIT_RETRY_INTERVAL_SECONDS * SUBMIT_RETRY_BACKOFF ** (SUBMIT_RETRY_ATTEMPTS - 1)
+    + SUBMIT_TIMEOUT_SECONDS
+)
+
 # Keys Step Functions itself adds to an execution's input; they are never overrides.
 SERVICE_INPUT_PREFIX = "AWS_STEP_FUNCTIONS_"
 
@@ -192,11 +212,16 @@ __all__ = [
     "EXECUTION_EVENT_TYPE",
     "JOB_EVENT_SOURCE",
     "JOB_EVENT_TYPE",
+    "LAMBDA_INVOKE_ERRORS",
     "OUTPUT_FIELDS",
+    "RETRY_TAKEOVER_SECONDS",
     "SERVICE_INPUT_PREFIX",
     "SLOT_TAG_SEPARATOR",
     "STATE_MACHINE_OUTPUT_PREFIX",
     "STOPPING_EXECUTION_STATUSES",
+    "SUBMIT_RETRY_ATTEMPTS",
+    "SUBMIT_RETRY_BACKOFF",
+    "SUBMIT_RETRY_INTERVAL_SECONDS",
     "SUBMIT_TIMEOUT_SECONDS",
     "TAG_ATTEMPT",
     "TAG_EXECUTION",

@@ -37,8 +37,9 @@ def run(*argv: str) -> tuple[int, str]:
 
 
 def local(*argv: str) -> tuple[int, str]:
-    """``hetero-train run --local ...``, followed (as on a terminal): its exit code and output."""
-    return run("run", "--local", *argv)
+    """``hetero-train run --local ...`` as a drill (every job a simulated Completed unless
+    ``--outcome`` says otherwise), followed (as on a terminal): its exit code and output."""
+    return run("run", "--local", *argv, "--simulate", "Completed")
 
 
 def test_run_local_fails_over_and_reports_as_json(example: Synthesized) -> None:
@@ -60,13 +61,16 @@ def test_run_local_fails_over_and_reports_as_json(example: Synthesized) -> None:
     assert result["status"] == "SUCCEEDED"
     first, second = result["jobs"]
     assert first["status"] == "Failed" and second["status"] == "Completed"
+    assert first["simulated"] and second["simulated"]  # drills: no code ran
     assert first["name"] != second["name"]
     assert second["request"]["HyperParameters"]["epochs"] == "2"
 
 
 def test_run_local_refuses_bad_input_before_starting(example: Synthesized) -> None:
     template = str(example.outdir / "HeteroTrainingExample.template.json")
-    code, text = run("run", "--local", template, "--input", '{"bogus": 1}', "--json")
+    code, text = run(
+        "run", "--local", "--simulate", "Completed", template, "--input", '{"bogus": 1}', "--json"
+    )
     assert code == 1
     answer = json.loads(text)
     assert answer["started"] is False
@@ -79,7 +83,16 @@ def test_overrides_that_earlier_states_produce_are_left_to_the_submit_lambda(
     # The pipeline's task takes its overrides from $.prepared, not from the execution input:
     # the input is not an override and must not be refused as one.
     template = str(example.outdir / "HeteroTrainingPipeline.template.json")
-    code, text = run("run", "--local", template, "--input", '{"dataset_version": "v7"}', "--json")
+    code, text = run(
+        "run",
+        "--local",
+        "--simulate",
+        "Completed",
+        template,
+        "--input",
+        '{"dataset_version": "v7"}',
+        "--json",
+    )
     assert code == 0, text
     assert record(text, "local-result")["output"]["dataset_version"] == "v7"
     note = capsys.readouterr().err
@@ -88,7 +101,15 @@ def test_overrides_that_earlier_states_produce_are_left_to_the_submit_lambda(
 
 def test_run_local_follows_the_run_on_the_display(example: Synthesized) -> None:
     template = str(example.outdir / "HeteroTrainingExample.template.json")
-    code, text = run("run", "--local", template, "--outcome", "Failed:AlgorithmError: boom")
+    code, text = run(
+        "run",
+        "--local",
+        "--simulate",
+        "Completed",
+        template,
+        "--outcome",
+        "Failed:AlgorithmError: boom",
+    )
     assert code == 1
     assert "HeteroTraining.TrainingFailed" in text
     assert "AlgorithmError: boom" in text
@@ -97,7 +118,7 @@ def test_run_local_follows_the_run_on_the_display(example: Synthesized) -> None:
 def test_run_local_names_the_templates_of_a_cloud_assembly_given_instead(
     example: Synthesized, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, _ = run("run", "--local", str(example.outdir), "--no-follow")
+    code, _ = run("run", "--local", "--simulate", "Completed", str(example.outdir), "--no-follow")
     assert code == 1
     error = capsys.readouterr().err
     assert "is a directory" in error

@@ -40,7 +40,9 @@ def served(example: Synthesized, user_pipeline: Path) -> Iterator[str]:
         str(user_pipeline),
     ]
     command = [sys.executable, "-m", "hetero_constructs.cli", "local", "serve", *templates]
+    # Drills: the first job's capacity failure, then every job a simulated Completed.
     options = ["--port", "0", "--job-duration", "1", "--outcome", CAPACITY]
+    options += ["--simulate", "Completed"]
     server = subprocess.Popen(
         [*command, *options],
         cwd=ROOT,
@@ -209,7 +211,10 @@ def the_python_api_starts_follows_and_reads_a_run() -> None:
     assert job.status == "Completed" and job.instance_groups == {"data": 2, "gpu": 2}
     assert job.model_artifacts and job.billable_seconds is not None
     lines = printed.getvalue().splitlines()
-    assert any(line.endswith("[algo-3 gpu] SM_CURRENT_INSTANCE_GROUP=gpu") for line in lines)
+    # A drill: its hosts' lines say so, and still name their group.
+    assert any(
+        line.endswith("[algo-3 gpu] [simulated] SM_CURRENT_INSTANCE_GROUP=gpu") for line in lines
+    )
     assert lines[-1] == "api: SUCCEEDED"
 
     attached = TrainingRun.attach(run.arn)

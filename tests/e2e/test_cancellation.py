@@ -59,7 +59,7 @@ def cancelling(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def harness(cancelling: Path) -> Iterator[Harness]:
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(cancelling)
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, "", events.environment["TOKEN_TABLE"], events.name)

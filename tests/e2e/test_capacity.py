@@ -57,7 +57,7 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[st
 
 @pytest.fixture
 def cloud(synthesized: tuple[Path, dict[str, Any]]) -> Iterator[tuple[LocalCloud, str]]:
-    with LocalCloud() as local:
+    with LocalCloud(simulate="Completed") as local:
         local.deploy(synthesized[0])
         yield local, local.state_machine()
 

@@ -44,7 +44,7 @@ def composed(tmp_path_factory: pytest.TempPathFactory) -> Synthesized:
 
 @pytest.fixture
 def cloud(composed: Synthesized) -> Iterator[LocalCloud]:
-    with LocalCloud() as local:
+    with LocalCloud(simulate="Completed") as local:
         for name in composed.templates:
             local.deploy(composed.outdir / f"{name}.template.json")
         yield local

@@ -15,7 +15,7 @@ from tests.fixtures.example_app import Synthesized
 
 @pytest.fixture
 def cloud(example: Synthesized) -> Iterator[tuple[LocalCloud, str]]:
-    with LocalCloud() as local:
+    with LocalCloud(simulate="Completed") as local:
         local.deploy(example.outdir / "HeteroTrainingPipeline.template.json")
         yield local, local.state_machine()
 

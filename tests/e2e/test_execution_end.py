@@ -1,9 +1,10 @@
 """An execution that times out or fails while its training job runs stops the job.
 
-The task sits in a user's state machine: one with a short ``timeout`` (the execution ends
-``TIMED_OUT``), one with a Parallel whose other branch fails (``FAILED`` while the training
-branch still waits). Either end's "Step Functions Execution Status Change" event reaches the
-events Lambda, which stops the job; when that event is lost, one reconcile pass does.
+The task sits in a user's state machine: one with a ``timeout`` (the execution ends
+``TIMED_OUT``; the timeout elapses when the test says so, once the job runs: ``Timeouts``),
+one with a Parallel whose other branch fails (``FAILED`` while the training branch still
+waits). Either end's "Step Functions Execution Status Change" event reaches the events Lambda,
+which stops the job; when that event is lost, one reconcile pass does.
 
 ``LocalCloud.run`` ends a job as soon as the run's code is idle, long before an execution could
 time out or fail around it: these runs are started directly and only delivered (the job runs on
@@ -31,10 +32,11 @@ from hetero_constructs.local import LocalCloud
 from hetero_constructs.run import lifecycle
 from tests.fixtures.construct_specs import spec
 from tests.fixtures.harness import Harness, reconcile_passes, record_calls
+from tests.fixtures.timeouts import Timeouts
 
-#: The timed state machine's timeout: well after its job exists (its submit takes a fraction
-#: of a second here, a few seconds on a loaded machine).
-TIMEOUT_SECONDS = 6
+#: The timed state machine's timeout. It elapses when the test says so, once the job runs
+#: (the ``timeouts`` fixture): no speed of the machine is assumed.
+TIMEOUT_SECONDS = 3600
 #: The token-timeout task's max_run (the parameter's default, which the local cloud deploys) and
 #: margin: its wait times out after their sum, 4 s (neither alone, nor "13", the two as text).
 TOKEN_MAX_RUN = 1
@@ -102,8 +104,8 @@ def ending(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture
-def harness(ending: Path) -> Iterator[Harness]:
-    with LocalCloud() as cloud:
+def harness(ending: Path, timeouts: Timeouts) -> Iterator[Harness]:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(ending)
         events = cloud.lambdas.find("events.handler")
         harness = Harness(cloud, "", events.environment["TOKEN_TABLE"], events.name)
@@ -111,17 +113,23 @@ def harness(ending: Path) -> Iterator[Harness]:
         yield harness
 
 
-def run_to_its_end(cloud: LocalCloud, machine: str, name: str) -> dict[str, Any]:
-    """Start an execution and deliver what it causes until it has ended; its jobs run on."""
+def run_to_its_end(
+    cloud: LocalCloud, machine: str, name: str, timeouts: Timeouts | None = None
+) -> dict[str, Any]:
+    """Start an execution and deliver what it causes until it has ended; its jobs run on.
+    ``timeouts``: its time is up once its job runs (the submit has returned)."""
     stepfunctions = cloud.client("stepfunctions")
     arn = stepfunctions.start_execution(
         stateMachineArn=cloud.state_machine(machine), name=name, input="{}"
     )["executionArn"]
-    deadline = time.monotonic() + 20
+    # Only a hang runs into this: every step waits on what the run does, not on its speed.
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         cloud.deliver_events()
         if machine == "sibling-failed":
             _fail_the_sibling_once_the_job_runs(cloud)
+        if timeouts is not None and _job_submitted(cloud, arn):
+            timeouts.elapse()
         described = dict(stepfunctions.describe_execution(executionArn=arn))
         # The status changes a moment before the end's event is sent.
         if described["status"] != "RUNNING" and _end_event_sent(cloud, arn):
@@ -129,6 +137,13 @@ def run_to_its_end(cloud: LocalCloud, machine: str, name: str) -> dict[str, Any]
             return described
         time.sleep(0.02)
     raise AssertionError(f"{name} did not end")
+
+
+def _job_submitted(cloud: LocalCloud, execution_arn: str) -> bool:
+    """The run's job runs and the task waits on its token (its submit call returned)."""
+    if not cloud.training.running():
+        return False
+    return "TaskSubmitted" in [e["type"] for e in cloud.history(execution_arn)]
 
 
 def _fail_the_sibling_once_the_job_runs(cloud: LocalCloud) -> None:
@@ -172,10 +187,10 @@ ENDS = [
 
 @pytest.mark.parametrize(("machine", "status", "error"), ENDS)
 def test_the_execution_s_end_stops_its_running_job(
-    harness: Harness, machine: str, status: str, error: str | None
+    harness: Harness, timeouts: Timeouts, machine: str, status: str, error: str | None
 ) -> None:
     cloud = harness.cloud
-    described = run_to_its_end(cloud, machine, f"{machine}-event")
+    described = run_to_its_end(cloud, machine, f"{machine}-event", timeouts)
     assert (described["status"], described.get("error")) == (status, error)
     job = the_job(harness, described)
     ends = [
@@ -195,13 +210,13 @@ def test_the_execution_s_end_stops_its_running_job(
 
 @pytest.mark.parametrize(("machine", "status", "error"), ENDS)
 def test_a_lost_end_event_is_made_up_by_one_reconcile_pass(
-    harness: Harness, machine: str, status: str, error: str | None
+    harness: Harness, timeouts: Timeouts, machine: str, status: str, error: str | None
 ) -> None:
     cloud = harness.cloud
     dropped = cloud.faults.drop_events(
         {"source": [lifecycle.EXECUTION_EVENT_SOURCE], "detail": {"status": [status]}}
     )
-    described = run_to_its_end(cloud, machine, f"{machine}-lost")
+    described = run_to_its_end(cloud, machine, f"{machine}-lost", timeouts)
     assert (described["status"], described.get("error")) == (status, error)
     assert dropped.times == 0
     # Nobody heard of the execution's end: the job runs on until the reconciler's pass.
@@ -218,7 +233,8 @@ def test_a_token_max_run_times_the_task_out_after_max_run_plus_the_margin(
     (entered,) = [e["timestamp"] for e in history if e["type"] == "TaskStateEntered"]
     (timed_out,) = [e["timestamp"] for e in history if e["type"] == "TaskTimedOut"]
     waited = (timed_out - entered).total_seconds()
-    assert TOKEN_MAX_RUN + TOKEN_MARGIN <= waited < 10, waited
+    # Their sum, 4 s: not "13", the two joined as text (an upper bound no slowness reaches).
+    assert TOKEN_MAX_RUN + TOKEN_MARGIN <= waited < 10 * TOKEN_MAX_RUN + TOKEN_MARGIN, waited
     # The execution's end stops the job the task no longer waits for.
     (attempt,) = cloud.training.attempts
     assert cloud.training.stopped_jobs == [attempt.name]

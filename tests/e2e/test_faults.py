@@ -38,7 +38,7 @@ def answer(status: int, parsed: dict[str, Any]) -> Any:
 
 @pytest.fixture
 def harness(example: Synthesized) -> Iterator[Harness]:
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
         events = cloud.lambdas.find("events.handler")
@@ -333,7 +333,7 @@ def test_a_repeated_settle_does_not_hand_the_old_end_to_the_task_s_retry(
 ) -> None:
     """The job item outlives its report (its delete is throttled); the events Lambda's own retry
     settles it again. The task's Retry must still create a new job, not get the old failure."""
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         # 60 s between the task's attempts (1 s here): the Lambda's own retry comes first.
         cloud.retry_waits.cap = 1.0
         template = with_task_retry(example.template, lifecycle.Errors.TRAINING_FAILED, 60)
@@ -949,3 +949,64 @@ def test_a_malformed_event_is_ignored_not_failed(harness: Harness, event: Any) -
     assert json.loads(answer).startswith("ignored"), answer
     # DynamoDB refuses a key over 2,048 bytes (moto does not): a huge name is never looked up.
     assert not [c for c in harness.calls if LONG in json.dumps(c.params)]
+
+
+def test_a_job_that_ends_while_its_submit_call_is_in_flight_is_the_run_s_one_job(
+    harness: Harness,
+) -> None:
+    """The job ends while Step Functions' call to the submit Lambda is still in flight: the
+    events Lambda reports its success (accepted), then the call fails
+    (``Lambda.ServiceException`` after the handler ran). Whichever answer the service keeps,
+    the run trains one job and ends with its result: here (the local engine lets the call's
+    failure win) the task's retry hears the job's success again instead of training another."""
+    cloud = harness.cloud
+    fault = cloud.faults.fail_lambda("submit.handler", after_work=True)
+
+    def end_the_job_meanwhile() -> None:
+        (job,) = cloud.training.running()
+        cloud.training.end(job, "Completed")
+        event = cloud.training.state_change_event(job)
+        answer = cloud.lambdas.invoke(harness.events_function, json.dumps(event))
+        assert json.loads(answer) == "reported Completed"  # accepted while the call runs
+
+    harness.after("sagemaker", "CreateTrainingJob", 1, then=end_the_job_meanwhile)
+    result = harness.run("ended-in-flight")
+    assert fault.times == 0
+    assert result.status == "SUCCEEDED", result.cause
+    (job,) = created(result)
+    assert len(cloud.training.requests) == 1
+    assert result.output["TrainingJobName"] == job
+    assert result.output["Attempt"] == 0
+    assert history_types(result).count("TaskSucceeded") == 1
+    assert harness.job_items() == []
+
+
+def test_a_reconcile_pass_in_the_retry_window_leaves_the_attempt_s_job_to_its_retry(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The submit's call fails after it created its job (its token closes with the attempt);
+    a reconcile pass lands in the retrier's wait, before the retry takes the job over. The job
+    is not a cancelled task's: the pass leaves it running, the retry continues it (issue 28's
+    stop: the pass stopped it and the retry started a second job)."""
+    cloud = harness.cloud
+    fault = cloud.faults.fail_lambda("submit.handler", after_work=True)
+    waits = cloud.retry_waits
+    passes: list[dict[str, int]] = []
+    sleep = waits.sleep
+
+    def reconcile_then_sleep(seconds: float) -> None:
+        if not passes:
+            answer = cloud.lambdas.invoke(harness.events_function, '{"action": "reconcile"}')
+            passes.append(json.loads(answer))
+        sleep(seconds)
+
+    monkeypatch.setattr(waits, "sleep", reconcile_then_sleep)
+    result = harness.run("reconciled-in-the-retry-window")
+    assert fault.times == 0
+    (done,) = passes
+    assert done["cancelled"] == 0 and done["running"] == 1
+    assert result.status == "SUCCEEDED", result.cause
+    (job,) = created(result)
+    assert cloud.training.stopped_jobs == []
+    assert result.output["TrainingJobName"] == job
+    assert harness.job_items() == []

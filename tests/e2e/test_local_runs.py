@@ -19,7 +19,7 @@ from tests.fixtures.example_app import Synthesized
 
 @pytest.fixture
 def cloud(example: Synthesized) -> Iterator[tuple[LocalCloud, str]]:
-    with LocalCloud() as local:
+    with LocalCloud(simulate="Completed") as local:
         local.deploy(example.template, template_dir=example.outdir)
         (machine,) = local.state_machines
         yield local, machine

@@ -1,8 +1,4 @@
-"""docs/observability.md is generated from the example app, and current.
-
-In a module of its own: the page's local run needs a local cloud of its own, not one that
-another module's fixture holds open.
-"""
+"""docs/observability.md is generated from the example app, and current."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from tests.fixtures.example_app import Synthesized
 
 
 def test_docs_observability_is_generated_from_the_example(example: Synthesized) -> None:
-    """The page is what the code builds for the example job and draws for a local run of it
-    (regenerate: python -m hetero_constructs.cli.observability_doc > docs/observability.md)."""
+    """The page is what the code builds for the example job (regenerate:
+    python -m hetero_constructs.cli.observability_doc > docs/observability.md)."""
     page = Path(__file__).parents[2] / "docs" / "observability.md"
-    assert page.read_text() == render(example.template, example.outdir)
+    assert page.read_text() == render(example.template)

@@ -39,7 +39,7 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def cloud(template: Path) -> Iterator[LocalCloud]:
-    with LocalCloud() as local:
+    with LocalCloud(simulate="Completed") as local:
         local.deploy(template)
         yield local
 

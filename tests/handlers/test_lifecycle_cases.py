@@ -270,3 +270,45 @@ def test_more_violations_counts_what_an_earlier_bound_left_out() -> None:
     twice = bounded(list(bounded(many)))
     assert twice[-1].rule == MORE_VIOLATIONS_RULE
     assert twice[-1].value == 10_000 - (len(twice) - 1)
+
+
+def _ended_while_in_flight(world: HandlerWorld, execution: str, token: str, **event: Any) -> str:
+    """An attempt's job ends and its success is heard while the attempt's submit call is still
+    in flight (the events Lambda reports it); the job's name."""
+    job = str(submit.handler(world.submit_event(execution, token, **event))["TrainingJobName"])
+    world.training.end(job, "Completed")
+    events.dispatch(world.job_event(job), world.dynamodb)
+    assert [r.operation for r in world.reports_to(token)] == ["SendTaskSuccess"]
+    return job
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["call-failure-wins", "callback-wins"])
+def test_a_success_heard_while_the_submit_call_was_in_flight_trains_no_second_job(
+    world: HandlerWorld, kept: bool
+) -> None:
+    """Issue 33 item 7: the job's success is accepted while the submit call is in flight, then
+    the call fails (``Lambda.ServiceException``). If the service lets the call's failure win,
+    the task's retry hears the same job's success; if the callback closed the task, no retry
+    comes, and an identical entry's retry never hears that success."""
+    execution = world.start("run-1")
+    first = world.token()
+    job = _ended_while_in_flight(world, execution, first)
+    if not kept:
+        world.task_ends[first] = "TaskFailed"  # the call's failure won: the task retries
+        retry = world.token()
+        answer = submit.handler(world.submit_event(execution, retry, retry_count=1))
+        assert answer["TrainingJobName"] == job
+        (heard,) = world.reports_to(retry)
+        assert heard.operation == "SendTaskSuccess"
+        assert heard.body["TrainingJobName"] == job
+        assert [a.name for a in world.training.attempts] == [job]
+        return
+    # An identical entry (same context) whose first attempt failed before any work.
+    twin = world.token()
+    world.task_ends[twin] = "TaskFailed"
+    world.open_tokens.discard(twin)
+    twins_retry = world.token()
+    answer = submit.handler(world.submit_event(execution, twins_retry, retry_count=1))
+    assert answer["TrainingJobName"] != job
+    assert world.reports_to(twins_retry) == []
+    assert len(world.training.attempts) == 2

@@ -10,6 +10,8 @@ task cancellations and reconcile passes, and checks after every step:
   over, and at most once; an entry with its own overrides only of its own slot's jobs;
 - two entries never hear of one job's success (two entries of identical items, as an inline
   Map over identical items makes them, are told apart by their tokens: ``handlers/lanes.py``);
+  a success a task accepted, then discarded (its submit call failed in flight, its attempt was
+  retried), was never heard;
 - no handler stops a job whose task still waits (a live run is never stopped);
 - every item of the run table has a TTL.
 
@@ -61,6 +63,8 @@ class Lifecycle(RuleBasedStateMachine):
         self.entry_of_token: dict[str, tuple[int, int, int]] = {}
         self.slot_of_entry: dict[tuple[int, int], str] = {}
         self.end_events: list[dict[str, Any]] = []
+        # Tokens whose task accepted a success, then failed (its submit call failed in flight).
+        self.discarded: set[str] = set()
 
     def teardown(self) -> None:
         self._stack.close()
@@ -80,10 +84,15 @@ class Lifecycle(RuleBasedStateMachine):
             later = any(k[:2] == (run, entry) and k[2] > attempt for k in self.tokens)
             if run != self.run or not self.running or later:
                 return None  # Step Functions starts no attempt after a later one, or the end
-            # Step Functions starts attempt n only after closing attempt n-1's task.
+            # Step Functions starts attempt n only after closing attempt n-1's task. An
+            # attempt that heard a success is retried only when its call to the submit Lambda
+            # failed after the success was accepted (task_history): the success is discarded.
             for (other_run, other_entry, other_attempt), token in self.tokens.items():
                 if (other_run, other_entry) == (run, entry) and other_attempt < attempt:
                     self.world.open_tokens.discard(token)
+                    if self.world.task_ends.get(token) == "TaskSucceeded":
+                        self.discarded.add(token)
+                    self.world.task_ends[token] = "TaskFailed"
             self.tokens[key] = self.world.token()
             self.entry_of_token[self.tokens[key]] = key
         return self.world.submit_event(
@@ -246,7 +255,7 @@ class Lifecycle(RuleBasedStateMachine):
             assert job["HyperParameters"]["item"] == str(ITEMS[entry]), "another request's job"
             tags = self._tags(name)
             assert int(tags[lifecycle.TAG_ATTEMPT]) <= attempt, "a task heard of a later job"
-            if report.operation == "SendTaskSuccess":
+            if report.operation == "SendTaskSuccess" and report.token not in self.discarded:
                 heard_by = succeeded.setdefault(name, (run, entry))
                 assert heard_by == (run, entry), "two entries heard one job"
             if ITEMS.count(ITEMS[entry]) > 1:

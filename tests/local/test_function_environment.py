@@ -17,7 +17,7 @@ def test_the_handlers_run_without_touching_os_environ(example: Any) -> None:
     def during_a_handler_call(**_: Any) -> None:
         seen.append(os.environ.get("TOKEN_TABLE"))
 
-    with LocalCloud() as cloud:
+    with LocalCloud(simulate="Completed") as cloud:
         cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
         on_calls("before-call.dynamodb", during_a_handler_call, unique_id="environment-test")

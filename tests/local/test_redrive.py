@@ -18,10 +18,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hetero_constructs.local import LocalCloud
+from tests.fixtures.timeouts import Timeouts
 
-#: The state machine's timeout: long enough for the test to answer the task, in the runs that
-#: do not time out.
-TIMEOUT_SECONDS = 4
+#: The state machine's timeout: it elapses only when a test says so (the ``timeouts`` fixture),
+#: so that no run races the clock.
+TIMEOUT_SECONDS = 3600
 
 
 def _template(queue: str) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def _template(queue: str) -> dict[str, Any]:
 
 @pytest.fixture
 def cloud() -> Iterator[LocalCloud]:
-    with LocalCloud("us-west-2") as local:
+    with LocalCloud("us-west-2", simulate="Completed") as local:
         yield local
 
 
@@ -117,20 +118,23 @@ class Machine:
         ]
 
 
-def _end(machine: Machine, arn: str, how: str, token: str) -> None:
+def _end(machine: Machine, arn: str, how: str, token: str, timeouts: Timeouts) -> None:
     if how == "FAILED":
         machine.stepfunctions.send_task_failure(taskToken=token, error="Work.Failed", cause="c")
     elif how == "ABORTED":
         machine.stepfunctions.stop_execution(executionArn=arn, error="Stopped", cause="test")
-    # TIMED_OUT: the state machine's timeout, while the task waits.
+    else:  # TIMED_OUT: the state machine's timeout, while the task waits.
+        timeouts.elapse()
 
 
 @pytest.mark.parametrize("how", ["FAILED", "ABORTED", "TIMED_OUT"])
-def test_a_redrive_goes_on_from_the_state_the_run_ended_in(cloud: LocalCloud, how: str) -> None:
+def test_a_redrive_goes_on_from_the_state_the_run_ended_in(
+    cloud: LocalCloud, timeouts: Timeouts, how: str
+) -> None:
     machine = Machine(cloud)
     arn = machine.start(f"redrive-{how.lower()}")
     first = machine.task()
-    _end(machine, arn, how, first["token"])
+    _end(machine, arn, how, first["token"], timeouts)
     ended = machine.ended(arn)
     assert ended["status"] == how
     assert (ended["redriveCount"], ended["redriveStatus"]) == (0, "REDRIVABLE")

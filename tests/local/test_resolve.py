@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from hetero_constructs.local.deploy.resolve import Resolver, detect_region
 
 TEMPLATE: dict[str, Any] = {
@@ -91,3 +93,13 @@ def test_the_region_comes_from_the_manifest_then_the_arns(tmp_path: Path) -> Non
         )
     )
     assert detect_region(template, path) == "sa-east-1"
+
+
+def test_a_malformed_function_is_a_clear_error_naming_it() -> None:
+    r = resolver()
+    with pytest.raises(ValueError, match="Fn::Join cannot be resolved locally"):
+        r.resolve({"Fn::Join": ["-"]})
+    with pytest.raises(ValueError, match="Fn::Select cannot be resolved locally"):
+        r.resolve({"Fn::Select": [3, ["a"]]})
+    # A function no resolver knows is kept, its argument resolved, for moto to judge.
+    assert r.resolve({"Fn::Unknown": {"Ref": "AWS::Region"}}) == {"Fn::Unknown": "eu-central-1"}

@@ -27,7 +27,7 @@ REQUEST: dict[str, Any] = {
 
 @pytest.fixture
 def cloud() -> Iterator[LocalCloud]:
-    with LocalCloud("us-east-2") as local:
+    with LocalCloud("us-east-2", simulate="Completed") as local:
         yield local
 
 
@@ -110,11 +110,13 @@ def test_a_job_that_runs_goes_through_its_stages_in_time_and_logs_per_host(
         )["events"][0]["message"]
         for s in streams
     }
+    # A drill (the cloud simulates every job): each line says so, and still names its group.
     assert first_lines == {
-        "algo-1": "SM_CURRENT_INSTANCE_GROUP=data",
-        "algo-2": "SM_CURRENT_INSTANCE_GROUP=gpu",
-        "algo-3": "SM_CURRENT_INSTANCE_GROUP=gpu",
+        "algo-1": "[simulated] SM_CURRENT_INSTANCE_GROUP=data",
+        "algo-2": "[simulated] SM_CURRENT_INSTANCE_GROUP=gpu",
+        "algo-3": "[simulated] SM_CURRENT_INSTANCE_GROUP=gpu",
     }
+    assert all(t["StatusMessage"].startswith("simulated: ") for t in transitions)
 
 
 def test_stop_training_job(cloud: LocalCloud) -> None:

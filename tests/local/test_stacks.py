@@ -16,7 +16,7 @@ CAPACITY = "CapacityError: Unable to provision requested ML compute capacity."
 
 @pytest.fixture
 def cloud() -> Iterator[LocalCloud]:
-    with LocalCloud() as local:
+    with LocalCloud(simulate="Completed") as local:
         yield local
 
 

@@ -25,6 +25,7 @@ from tests.fixtures.data_plane import (
     ids_batches,
     sized_batches,
     slow_batches,
+    sluggish_batches,
     worker_pids,
 )
 
@@ -149,6 +150,12 @@ def test_a_stopped_rank_is_dropped_after_idle_timeout_and_told_why(cluster: Clus
         os.kill(trainer.pid or 0, signal.SIGCONT)
         trainer.kill()
         trainer.join(10)
+
+
+def test_heartbeats_do_not_wait_for_a_slow_make_batches(cluster: Cluster) -> None:
+    cluster.start(sluggish_batches, workers=1, idle_timeout=1.0)
+    with cluster.remote(rank=0, world_size=1, idle_timeout=1.0) as remote:
+        assert [int(batch[0]) for batch in remote] == [0, 1, 2]
 
 
 # -- nothing outlives its job --------------------------------------------------------------

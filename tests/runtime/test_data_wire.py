@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import hetero_constructs.runtime as runtime_package
-from hetero_constructs.runtime.data import BatchRefused, DataPlaneError, ProtocolError
+from hetero_constructs.runtime.data import BatchRefused, DataPlaneError, ProtocolError, wire
 from hetero_constructs.runtime.data.arrays import PayloadBuffer, describe
 
 
@@ -189,3 +189,19 @@ def test_the_copied_helper_streams_batches_with_the_standard_library_only(
         "server_alive": False,
         "third_party": [],
     }
+
+
+def test_control_frames_are_parsed_as_their_bytes_arrive_and_checked_first() -> None:
+    body = wire.encode_meta({"n": 3})
+    stream = wire.frame_header(wire.CREDIT, body) + body + wire.frame_header(wire.PING, b"")
+    reader = wire.FrameReader((wire.CREDIT, wire.PING))
+    frames = []
+    for index in range(len(stream)):  # one byte at a time: no read waits for the rest
+        frames += reader.feed(stream[index : index + 1])
+    assert frames == [(wire.CREDIT, {"n": 3}), (wire.PING, {})]
+    assert not reader.buffer
+    huge = wire.HEADER.pack(wire.MAGIC, wire.CREDIT, 0, 0, 1 << 30, 0)
+    with pytest.raises(ProtocolError, match="exceeds the limit"):
+        wire.FrameReader((wire.CREDIT,)).feed(huge)  # refused before waiting for 1 GiB
+    with pytest.raises(ProtocolError, match="BATCH"):
+        wire.FrameReader((wire.CREDIT,)).feed(wire.frame_header(wire.BATCH, b"", 8))

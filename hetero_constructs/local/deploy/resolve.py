@@ -5,14 +5,14 @@ security groups ``sg-...``, subnets ``subnet-...``, VPCs ``vpc-...``, bucket nam
 topic ARNs, role names and ARNs, function names and ARNs, state-machine ARNs. Names come from
 the resource's own name property when set, else from its logical id (deterministic: a run can
 be repeated). ``Ref`` and ``Fn::GetAtt`` answer what CloudFormation documents for the type;
-``Fn::Join``, ``Fn::Sub``, ``Fn::Select``, ``Fn::Split``, ``Fn::If`` (with the template's
-conditions), ``Fn::FindInMap``, ``Fn::GetAZs``, ``Fn::Base64`` and the pseudo parameters resolve
-to literals. Once a resource exists in moto, ``record`` makes its ids the ones moto answered.
+``Fn::If`` (with the template's conditions, ``Fn::Equals``, ``Fn::Not``, ``Fn::And``,
+``Fn::Or``), ``Fn::GetAZs`` and the pseudo parameters resolve to literals, and the other
+functions as every resolver resolves them (``deployability.intrinsics``). Once a resource exists
+in moto, ``record`` makes its ids the ones moto answered.
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import re
@@ -21,16 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hetero_constructs.deployability.intrinsics import NO_VALUE, Intrinsics
+
 DEFAULT_REGION = "us-west-2"
 #: moto's account (its default credentials map to it).
 DEFAULT_ACCOUNT = "123456789012"
-
-
-class _NoValue:
-    """``AWS::NoValue``: the property or list item disappears."""
-
-
-NO_VALUE = _NoValue()
 
 
 @dataclass
@@ -80,7 +75,7 @@ def detect_region(template: dict[str, Any], template_path: Path | None) -> str:
     return DEFAULT_REGION
 
 
-class Resolver:
+class Resolver(Intrinsics):
     """Resolves a template's intrinsic functions for one local deployment."""
 
     def __init__(
@@ -91,8 +86,17 @@ class Resolver:
         account: str = DEFAULT_ACCOUNT,
         stack_name: str = "LocalStack",
     ) -> None:
-        self.template = template
-        self.resources: dict[str, Any] = template.get("Resources", {})
+        super().__init__(template)
+        self.functions.update(
+            {
+                "Fn::Equals": self._equals,
+                "Fn::Not": lambda value: not self._truth(value[0]),
+                "Fn::And": lambda value: all(self._truth(item) for item in value),
+                "Fn::Or": lambda value: any(self._truth(item) for item in value),
+                "Condition": self.condition,
+                "Fn::ImportValue": self._import_value,
+            }
+        )
         self.region = region
         self.account = account
         self.stack_name = stack_name
@@ -331,89 +335,36 @@ class Resolver:
 
     def resolve(self, node: Any) -> Any:
         """``node`` with every intrinsic function replaced by its local value."""
-        if isinstance(node, list):
-            items = [self.resolve(item) for item in node]
-            return [item for item in items if item is not NO_VALUE]
-        if not isinstance(node, dict):
-            return node
-        if len(node) == 1:
-            ((key, value),) = node.items()
-            if key == "Ref":
-                return self.ref(value)
-            if key == "Fn::GetAtt":
-                logical_id, attribute = (
-                    value.split(".", 1) if isinstance(value, str) else self.resolve(value)
-                )
-                return self.get_att(logical_id, attribute)
-            if key == "Fn::Join":
-                separator, parts = value
-                return str(separator).join(_text(part) for part in self.resolve(parts))
-            if key == "Fn::Sub":
-                return self._sub(value)
-            if key == "Fn::Select":
-                index, items = self.resolve(value)
-                return items[int(index)]
-            if key == "Fn::Split":
-                separator, text = self.resolve(value)
-                return str(text).split(separator)
-            if key == "Fn::FindInMap":
-                name, top, second = (self.resolve(part) for part in value[:3])
-                return self.template["Mappings"][name][top][second]
-            if key == "Fn::GetAZs":
-                return [f"{self.region}{zone}" for zone in "abc"]
-            if key == "Fn::Base64":
-                return base64.b64encode(str(self.resolve(value)).encode()).decode()
-            if key == "Fn::If":
-                name, when_true, when_false = value
-                return self.resolve(when_true if self.condition(name) else when_false)
-            if key == "Fn::Equals":
-                left, right = self.resolve(value)
-                return left == right
-            if key == "Fn::Not":
-                return not self._truth(value[0])
-            if key == "Fn::And":
-                return all(self._truth(item) for item in value)
-            if key == "Fn::Or":
-                return any(self._truth(item) for item in value)
-            if key == "Condition":
-                return self.condition(value)
-            if key == "Fn::ToJsonString":
-                return json.dumps(self.resolve(value), separators=(",", ":"))
-            if key == "Fn::Length":
-                return len(self.resolve(value))
-            if key == "Fn::ImportValue":
-                self.unresolved.append(f"Fn::ImportValue {value}")
-                return f"local-unresolved-import-{self.resolve(value)}"
-        resolved = {key: self.resolve(value) for key, value in node.items()}
-        return {key: value for key, value in resolved.items() if value is not NO_VALUE}
+        return self.value(node)
+
+    def fn_if(self, argument: Any) -> Any:
+        name, when_true, when_false = argument
+        return self.value(when_true if self.condition(name) else when_false)
+
+    def fn_get_azs(self, argument: Any) -> Any:
+        return [f"{self.region}{zone}" for zone in "abc"]
+
+    def unknown(self, name: str, argument: Any) -> Any:
+        """Kept as it is, its argument resolved (moto or the runner may know it)."""
+        resolved = self.value(argument)
+        return {} if resolved is NO_VALUE else {name: resolved}
+
+    def malformed(self, name: str, argument: Any) -> Any:
+        raise ValueError(
+            f"{name} cannot be resolved locally: {json.dumps(argument, default=str)} is not "
+            "an argument CloudFormation takes, or names what the template does not have"
+        )
+
+    def _equals(self, argument: Any) -> bool:
+        left, right = self.value(argument)
+        return bool(left == right)
 
     def _truth(self, node: Any) -> bool:
-        return bool(self.resolve(node))
+        return bool(self.value(node))
 
-    def _sub(self, value: Any) -> str:
-        text, variables = (value, {}) if isinstance(value, str) else value
-        variables = {name: self.resolve(item) for name, item in (variables or {}).items()}
-
-        def replace(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return _text(variables[name])
-            if "." in name and not name.startswith("AWS::"):
-                logical_id, attribute = name.split(".", 1)
-                return _text(self.get_att(logical_id, attribute))
-            return _text(self.ref(name))
-
-        return re.sub(r"\$\{([^}]+)\}", replace, str(text))
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict | list):
-        return json.dumps(value)
-    return str(value)
+    def _import_value(self, argument: Any) -> str:
+        self.unresolved.append(f"Fn::ImportValue {argument}")
+        return f"local-unresolved-import-{self.value(argument)}"
 
 
 def _uuid_from(seed: str) -> str:

@@ -127,15 +127,10 @@ def submit_directory(hyperparameters: Mapping[str, str]) -> str:
 
 
 def unpack_code(storage: Storage, uri: str, hosts: Sequence[Host]) -> None:
-    """The code bundle unpacked into each host's ``code`` folder."""
-    bucket, key = parse_s3_uri(uri, "sagemaker_submit_directory")
-    body = storage.read(bucket, key)
-    if body is None:
-        raise JobSetupError(
-            f"ClientError: the code bundle {uri} is not in the local account's S3 (publish the "
-            "template's assets, as `cdk deploy` does, or upload the sourcedir.tar.gz there)"
-        )
+    """The code bundle unpacked into each host's ``code`` folder: an S3 object, or a file
+    under ``/opt/ml`` (with network isolation it arrives as a channel, downloaded first)."""
     for host in hosts:
+        body = _code_bundle(storage, uri, host)
         try:
             with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as archive:
                 archive.extractall(host.base / "code", filter="data")
@@ -143,6 +138,25 @@ def unpack_code(storage: Storage, uri: str, hosts: Sequence[Host]) -> None:
             raise JobSetupError(
                 f"ClientError: the code bundle {uri} is not a tar.gz archive ({error})"
             ) from error
+
+
+def _code_bundle(storage: Storage, uri: str, host: Host) -> bytes:
+    if uri.startswith(f"{CONTAINER_BASE}/"):
+        path = host.base / uri[len(CONTAINER_BASE) + 1 :]
+        if not path.is_file():
+            raise JobSetupError(
+                f"ClientError: the code bundle {uri} is not on {host.name}: no channel put it "
+                "there (with network isolation, a 'code' channel carries the sourcedir.tar.gz)"
+            )
+        return path.read_bytes()
+    bucket, key = parse_s3_uri(uri, "sagemaker_submit_directory")
+    body = storage.read(bucket, key)
+    if body is None:
+        raise JobSetupError(
+            f"ClientError: the code bundle {uri} is not in the local account's S3 (publish the "
+            "template's assets, as `cdk deploy` does, or upload the sourcedir.tar.gz there)"
+        )
+    return body
 
 
 def channel_hosts(channel: Mapping[str, Any], cluster: Cluster) -> list[Host]:

@@ -137,8 +137,10 @@ class LocalJob:
         on_stage: StageSink,
         python: str | None = None,
         grace: float = DEFAULT_GRACE,
+        environment: Mapping[str, str] | None = None,
     ) -> None:
         self.name = name
+        self.environment = dict(environment or {})
         self.request = dict(request)
         self.storage = storage
         self.root = root
@@ -226,8 +228,8 @@ class LocalJob:
             mine = [c for c in channels if host in data.channel_hosts(c, hosts)]
             lay_out(host, hosts, hyperparameters, input_data_config(mine))
         self._launch_plan = launch(hosts, hyperparameters, self.python)
-        data.unpack_code(self.storage, data.submit_directory(hyperparameters), hosts.hosts)
         self.notes.extend(data.download_channels(self.storage, channels, hosts))
+        data.unpack_code(self.storage, data.submit_directory(hyperparameters), hosts.hosts)
         self._checkpoints = Checkpoints(
             self.storage, self.request.get("CheckpointConfig"), hosts.hosts
         )
@@ -245,6 +247,7 @@ class LocalJob:
             )
         )
         environment.update(self._launch_plan.environment)
+        environment.update(self.environment)
         environment.update(
             {str(k): str(v) for k, v in (self.request.get("Environment") or {}).items()}
         )
@@ -362,12 +365,46 @@ class LocalJob:
         return data.upload_artifacts(self.storage, output, self.name, hosts.hosts)
 
     def kill_all(self) -> None:
-        """SIGKILL to every host's process group (nothing outlives the job)."""
+        """SIGKILL to every host's process group, and wait until none of its processes runs
+        (nothing outlives the job)."""
         with self._lock:
+            groups = [host.process.pid for host in self._hosts]
             for host in self._hosts:
                 host.signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     host.process.wait(timeout=5)
+        deadline = time.monotonic() + 5
+        while _running_in(groups) and time.monotonic() < deadline:
+            time.sleep(_POLL)
+
+
+def _running_in(groups: list[int]) -> bool:
+    """Whether a process of these process groups still runs (zombies do not: they wait for a
+    parent to reap them). Linux's /proc; elsewhere, a signal-0 probe of each group."""
+    if not groups:
+        return False
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return any(_group_exists(group) for group in groups)
+    wanted = set(groups)
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z" and int(fields[2]) in wanted:
+            return True
+    return False
+
+
+def _group_exists(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 class _Stopped(Exception):

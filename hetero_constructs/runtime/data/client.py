@@ -7,26 +7,29 @@ worker of every data host; with ``P`` workers in all and ``W`` ranks, rank ``r``
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import logging
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..environment import TrainingEnvironment
 from .arrays import ARRAY_TYPES, optional_module
 from .auth import job_secret
-from .connection import Producer, open_connection
+from .connection import Link, Producer, open_connection
 from .errors import BatchRefused, DataHostLost, DataPlaneError
+from .resume import Position, build_state, check_producers, read_state
 from .stats import DataStats
-from .topology import DEFAULT_PORT, endpoint, parse_addresses, shard_of, trainer_rank
+from .topology import DEFAULT_PORT, Shard, endpoint, parse_addresses, trainer_rank
 from .wire import DEFAULT_MAX_BATCH_BYTES, meta_int
 
 if TYPE_CHECKING:
     from .connection import Item
+
+    Target = tuple[str, int, int]  # a producer: (data host, worker on it, index among all)
 
 log = logging.getLogger(__name__)
 HOST_LOSS = ("raise", "continue")
@@ -111,38 +114,61 @@ class RemoteBatches:
         self.secret = job_secret(secret)
         self.array_type = array_type
         self.max_batch_bytes = max_batch_bytes
-        self.producers: list[Producer] = []
         self.lost_hosts: dict[str, DataHostLost] = {}
         """Data hosts lost so far (``on_host_loss="continue"``), with why."""
-        self.closed = False
         self._shared: queue.Queue[Item] = queue.Queue()
-        self._epochs_done = 0
-        self._stopping = threading.Event()
+        self._epochs_begun = 0
         self._stats = [0, 0, 0, 0.0]  # batches, samples, bytes, wait seconds
         self._stats_since: float | None = None
+        self._targets: list[Target] | None = None  # None: every worker of every host
+        self._producer_count = 0
+        self._position: Position | None = None  # the epoch in progress, for state_dict()
+        self._resume: Position | None = None  # from load_state_dict(), for the next epoch
+        self._resume_producers: int | None = None
+        self._loader_epochs: Any = None  # set by torch_dataset(): epochs DataLoader workers began
+        self._link = Link(self)
+        # Goodbye when this object is collected or the interpreter exits, whichever is first.
+        self._finalizer = weakref.finalize(self, self._link.end, None)
+
+    @property
+    def producers(self) -> list[Producer]:
+        """The connections, one per worker of every data host (after the first iteration)."""
+        return self._link.producers
+
+    @property
+    def closed(self) -> bool:
+        """Whether this rank said goodbye (or aborted): no more epochs."""
+        return self._link.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:  # a test's crashed trainer says nothing at exit
+        self._link.closed = value
 
     # -- connections -------------------------------------------------------------------------
 
     def _connect(self) -> None:
-        attach = {"rank": self.rank, "world_size": self.world_size}
-        opened: list[tuple[str, int, Any]] = []
+        link = self._link
+        opened: list[tuple[str, int, int, Any]] = []
         try:
-            for host in self.hosts:
-                address = endpoint(host, self.port, self.addresses)
-                args = (host, address, self.secret)
-                timeouts = (self.connect_timeout, min(30.0, self.idle_timeout))
-                sock, info = open_connection(*args, {**attach, "worker": 0}, *timeouts)
-                opened.append((host, 0, sock))
-                for worker in range(1, meta_int(info, "workers", 1, 1 << 16)):
-                    sock, _ = open_connection(*args, {**attach, "worker": worker}, *timeouts)
-                    opened.append((host, worker, sock))
+            if self._targets is not None:
+                for host, worker, index in self._targets:
+                    opened.append((host, worker, index, self._open(host, worker)[0]))
+            else:
+                for host in self.hosts:
+                    sock, info = self._open(host, 0)
+                    opened.append((host, 0, len(opened), sock))
+                    for worker in range(1, meta_int(info, "workers", 1, 1 << 16)):
+                        opened.append((host, worker, len(opened), self._open(host, worker)[0]))
+                self._producer_count = len(opened)
+                check_producers(self._resume_producers, len(opened), self.next_epoch, self.hosts)
         except BaseException:
-            for _, _, sock in opened:
+            link.unreachable = True
+            for _, _, _, sock in opened:
                 sock.close()
             raise
-        for index, (host, worker, sock) in enumerate(opened):
+        for host, worker, index, sock in opened:
             items = self._shared if not self.ordered else queue.Queue()
-            self.producers.append(
+            link.producers.append(
                 Producer(
                     host,
                     worker,
@@ -154,8 +180,10 @@ class RemoteBatches:
                     self.idle_timeout,
                 )
             )
-        threading.Thread(target=self._heartbeats, name="data-heartbeat", daemon=True).start()
-        atexit.register(self.close)
+        interval = max(0.2, min(5.0, self.idle_timeout / 4))
+        threading.Thread(
+            target=link.heartbeats, args=(interval,), name="data-heartbeat", daemon=True
+        ).start()
         log.info(
             "rank %d of %d: %d producers on %d data hosts",
             self.rank,
@@ -164,11 +192,10 @@ class RemoteBatches:
             len(self.hosts),
         )
 
-    def _heartbeats(self) -> None:
-        interval = max(0.2, min(5.0, self.idle_timeout / 4))
-        while not self._stopping.wait(interval):
-            for producer in self.producers:
-                producer.ping()
+    def _open(self, host: str, worker: int) -> tuple[Any, dict[str, Any]]:
+        address = endpoint(host, self.port, self.addresses)
+        attach = {"rank": self.rank, "world_size": self.world_size, "worker": worker}
+        return open_connection(host, address, self.secret, attach, *self._link.timeouts)
 
     # -- epochs ------------------------------------------------------------------------------
 
@@ -179,20 +206,50 @@ class RemoteBatches:
             self._connect()
         epoch = self.next_epoch
         self.next_epoch += 1
-        return self._epoch(epoch)
+        self._epochs_begun += 1
+        last = self.epochs is not None and self._epochs_begun >= self.epochs
+        resume, self._resume = self._resume, None
+        if resume is not None and resume.epoch != epoch:
+            resume = None
+        return self._epoch(epoch, last, resume)
 
-    def _epoch(self, epoch: int) -> Iterator[Any]:
-        live = [producer for producer in self.producers if producer.alive]
+    def _epoch(self, epoch: int, last: bool, resume: Position | None) -> Iterator[Any]:
+        """One epoch; the last one (``epochs``) says goodbye however it ends."""
+        try:
+            yield from self._batches(epoch, resume)
+        except GeneratorExit:
+            if self._position is not None and self._position.epoch == epoch:
+                self._position.abandoned = True  # left early: a restart begins the next epoch
+            raise
+        finally:
+            if last:
+                self.close()
+
+    def _batches(self, epoch: int, resume: Position | None) -> Iterator[Any]:
+        position = resume or Position.fresh(epoch, self._producer_count)
+        self._position = position
+        live = [
+            producer
+            for producer in self.producers
+            if producer.alive and not position.ended[producer.index]
+        ]
         for producer in live:
             producer.epoch = epoch
             _drain(producer.items)
-        count = len(self.producers)
         for producer in live:
-            shard = shard_of(self.rank, self.world_size, producer.index, count, epoch, self.seed)
+            shard = Shard(
+                self.rank * self._producer_count + producer.index,
+                self._producer_count * self.world_size,
+                epoch,
+                self.seed,
+                self.rank,
+                position.consumed[producer.index],
+            )
             producer.start(shard, self.prefetch)
         if self._stats_since is None:
             self._stats_since = time.monotonic()
-        remaining, turn = live, 0
+        remaining = live
+        turn = next((i for i, p in enumerate(remaining) if p.index >= position.next_producer), 0)
         step = max(1, self.prefetch // 2)
         while remaining:
             source = remaining[turn].items if self.ordered else self._shared
@@ -205,18 +262,22 @@ class RemoteBatches:
                 self._stats[0] += 1
                 self._stats[1] += samples
                 self._stats[2] += size
+                turn = (turn + 1) % len(remaining) if self.ordered else 0
+                # Counted before the loop has it: a checkpoint taken while it holds the batch
+                # counts it as seen.
+                position.consumed[producer.index] += 1
+                position.next_producer = remaining[turn].index
                 yield value
                 producer.consumed(step)
-                turn = (turn + 1) % len(remaining) if self.ordered else 0
-            elif kind == "end":
+                continue
+            if kind == "end":
+                position.ended[producer.index] = True
                 remaining.remove(producer)
-                turn = turn % len(remaining) if remaining and self.ordered else 0
             else:
                 remaining = self._host_lost(value, remaining)
-                turn = turn % len(remaining) if remaining and self.ordered else 0
-        self._epochs_done += 1
-        if self.epochs is not None and self._epochs_done >= self.epochs:
-            self.close()
+            turn = turn % len(remaining) if remaining and self.ordered else 0
+            position.next_producer = remaining[turn].index if remaining else 0
+        self._position = None
 
     def _next_item(self, source: queue.Queue[Item], expected: Producer) -> Item:
         started = time.monotonic()
@@ -261,25 +322,76 @@ class RemoteBatches:
         self._stats_since = time.monotonic()
 
     def close(self) -> None:
-        """Tell every data host this rank is done; they exit once all ranks are."""
-        self._end(None)
+        """Tell every data host this rank is done; they exit once all ranks are.
+
+        Also done after ``epochs`` epochs (however the last one ends), when leaving a ``with``
+        block, when this object is garbage-collected and at interpreter exit.
+        """
+        self._link.end(None)
 
     def abort(self, reason: str) -> None:
         """Tell the data hosts this rank failed (they stop at once instead of waiting)."""
-        self._end(reason)
+        self._link.end(reason)
 
-    def _end(self, abort_reason: str | None) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self._stopping.set()
-        with contextlib.suppress(Exception):
-            atexit.unregister(self.close)
-        for producer in self.producers:
-            producer.finish(abort_reason)
-        deadline = time.monotonic() + 2.0
-        for producer in self.producers:
-            producer.join(max(0.0, deadline - time.monotonic()))
+    # -- resume ------------------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Where this rank stands: save it with the checkpoint (every rank its own).
+
+        A JSON-able dict: the epoch in progress and, per data worker, how many batches the
+        training loop took (a batch counts from the moment it was handed out); or, between
+        epochs, the next epoch. :meth:`load_state_dict` on a fresh ``RemoteBatches`` (new data
+        hosts too) goes on from there: every sample of the epoch once across both runs, the
+        same order with ``ordered=True``, as long as ``make_batches`` makes the same batches
+        for the same shard.
+        """
+        if self._loader_epochs is not None and any(self._loader_epochs):
+            raise DataPlaneError(
+                "state_dict() cannot tell which batches the training loop took when DataLoader "
+                "workers fetch them (num_workers > 0 prefetches): to resume mid-epoch, use "
+                "DataLoader(batches.torch_dataset(), batch_size=None) with num_workers=0 (the "
+                "data hosts already make the batches in parallel); or checkpoint between epochs "
+                "and restart with RemoteBatches(start_epoch=<the next epoch>)"
+            )
+        in_progress = self._position is not None and not self._position.abandoned
+        return build_state(
+            rank=self.rank,
+            world_size=self.world_size,
+            producers=self._producer_count or self._resume_producers,
+            seed=self.seed,
+            ordered=self.ordered,
+            next_epoch=self.next_epoch,
+            epochs_done=self._epochs_begun - in_progress,
+            position=self._position if self._resume is None else self._resume,
+        )
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Go on where :meth:`state_dict` was taken: call before the first iteration.
+
+        The next iteration is the saved epoch, from where it stopped; ``epochs`` counts the
+        epochs of both runs. Refused (:class:`DataPlaneError`, saying what differs) for another
+        rank, world size or seed, and, at the first iteration, another number of data workers
+        in all: those cut the epoch into other shards.
+        """
+        if self.producers or self._epochs_begun:
+            raise DataPlaneError(
+                "load_state_dict() must come before the first iteration of this RemoteBatches"
+            )
+        epoch, done, producers, position = read_state(
+            state, rank=self.rank, world_size=self.world_size, seed=self.seed
+        )
+        self.next_epoch, self._epochs_begun = epoch, done
+        self._resume, self._resume_producers = position, producers if position else None
+        if position is not None:
+            log.info(
+                "rank %d resumes epoch %d after %d batches",
+                self.rank,
+                epoch,
+                sum(position.consumed),
+            )
+        if self.epochs is not None and done >= self.epochs:
+            log.info("rank %d: all %d epochs are done; saying goodbye", self.rank, self.epochs)
+            self.close()
 
     def __enter__(self) -> RemoteBatches:
         return self
@@ -290,21 +402,46 @@ class RemoteBatches:
         else:
             self.abort(f"{type(error).__name__}: {error}")
 
+    # -- frameworks --------------------------------------------------------------------------
+
     def torch_dataset(self) -> Any:
-        """A ``torch.utils.data.IterableDataset`` of these batches (already batched: use
-        ``DataLoader(dataset, batch_size=None)`` or iterate it directly)."""
-        data = optional_module("torch.utils.data")
-        if data is None:
-            raise DataPlaneError("torch_dataset() needs torch on the trainer")
-        if self.array_type == "auto":
-            self.array_type = "torch"
-        remote = self
+        """A ``torch.utils.data.IterableDataset`` of these batches, one epoch per iteration
+        (already batched: ``DataLoader(dataset, batch_size=None)``, or iterate it directly).
 
-        class RemoteIterableDataset(data.IterableDataset):  # type: ignore[misc, name-defined]
-            def __iter__(self) -> Iterator[Any]:
-                return iter(remote)
+        Connects at once. Under ``DataLoader(num_workers=k)``, loader worker ``w`` gets the
+        batches of the producers ``w, w + k, ...`` over connections of its own: every sample
+        once per epoch, and with ``ordered=True`` a fixed order for a given ``k`` (the loader
+        takes its workers in turn), not the order of ``num_workers=0``. :meth:`state_dict`
+        then is refused: the loader's prefetching hides which batches the loop took.
+        """
+        from .frameworks import torch_dataset
 
-        return RemoteIterableDataset()
+        return torch_dataset(self)
+
+    def tf_dataset(self, signature: Any = None) -> Any:
+        """A ``tf.data.Dataset`` of these batches, one epoch per iteration.
+
+        ``signature`` is its ``output_signature`` (a structure of ``tf.TensorSpec``); by
+        default it is read from the first batch, with the first dimension left open. Arrays
+        arrive as numpy arrays, turned into tensors by tf.data; JSON values that are numbers or
+        strings become scalar tensors, others are refused. TensorFlow is imported only here.
+        """
+        from .frameworks import tf_dataset
+
+        return tf_dataset(self, signature)
+
+    def _connect_once(self) -> None:
+        if not self.producers:
+            self._connect()
+
+    def _become_part(
+        self, targets: list[Target], producers: int, epoch: int, resume: Position | None
+    ) -> None:
+        """Serve only ``targets`` (of ``producers``) for one epoch: a DataLoader worker's part,
+        whose end does not end the rank."""
+        self._targets, self._producer_count = targets, producers
+        self.next_epoch, self._resume = epoch, resume
+        self._link.leave = True
 
 
 def _drain(items: queue.Queue[Any]) -> None:

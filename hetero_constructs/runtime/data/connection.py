@@ -9,10 +9,13 @@ so the queue this thread fills is bounded by construction.
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .arrays import PayloadBuffer
@@ -24,7 +27,7 @@ from .errors import (
     DataPlaneError,
     ProtocolError,
 )
-from .topology import Shard
+from .topology import Shard, endpoint
 from .wire import (
     ABORT,
     ATTACH,
@@ -48,6 +51,7 @@ from .wire import (
 if TYPE_CHECKING:
     # What the reading thread queues: (producer, kind, epoch, batch or error, samples, bytes).
     Item = tuple["Producer", str, int, Any, int, int]
+log = logging.getLogger(__name__)
 RETRYABLE = (ConnectionRefusedError, ConnectionResetError, socket.gaierror, TimeoutError, OSError)
 
 
@@ -87,6 +91,32 @@ def open_connection(
                 ) from None
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+
+def goodbye_unconnected(
+    host: str,
+    address: tuple[str, int],
+    secret: bytes,
+    attach: dict[str, Any],
+    timeouts: tuple[float, float],
+    abort_reason: str | None,
+) -> None:
+    """Tell ``host`` that this rank is done (or failed) although it never asked for a batch:
+    a rank with no epochs left still counts among the ranks the data host waits for."""
+    sock, _ = open_connection(host, address, secret, {**attach, "worker": 0}, *timeouts)
+    try:
+        if abort_reason is None:
+            send_frame(sock, BYE, {})
+        else:
+            send_frame(sock, ABORT, {"reason": abort_reason[:2000]})
+        sock.shutdown(socket.SHUT_WR)
+        # Wait (briefly) for the worker to close: it has then read the goodbye.
+        sock.settimeout(2.0)
+        with contextlib.suppress(OSError):
+            while sock.recv(4096):
+                pass
+    finally:
+        sock.close()
 
 
 class Producer:
@@ -135,7 +165,7 @@ class Producer:
         self.unreturned = 0
         meta = {"epoch": shard.epoch, "index": shard.index, "count": shard.count}
         meta.update(seed=shard.seed, credits=credits, max_batch_bytes=self.max_batch_bytes)
-        self.send(START, meta)
+        self.send(START, {**meta, "start": shard.start})
 
     def consumed(self, step: int) -> None:
         """One batch is in the training loop's hands: return credits ``step`` at a time."""
@@ -147,13 +177,17 @@ class Producer:
     def ping(self) -> None:
         self.send(PING, {})
 
-    def finish(self, abort_reason: str | None = None) -> None:
-        """Say goodbye (or abort), half-close, and let the reader drain to the peer's close."""
+    def finish(self, abort_reason: str | None = None, leave: bool = False) -> None:
+        """Say goodbye (or abort), half-close, and let the reader drain to the peer's close.
+
+        ``leave``: only this connection ends (a DataLoader worker's part of the rank), not the
+        rank: the data host does not count the rank as done.
+        """
         if self.closing:
             return
         self.closing = True
         if abort_reason is None:
-            self.send(BYE, {})
+            self.send(BYE, {"leave": True} if leave else {})
         else:
             self.send(ABORT, {"reason": abort_reason[:2000]})
         with contextlib.suppress(OSError):
@@ -241,4 +275,58 @@ class Producer:
             self.items.put((self, "lost", -1, error, 0, 0))
 
 
-__all__ = ["Producer", "open_connection"]
+class Link:
+    """What ending a rank needs, apart from its ``RemoteBatches`` (which a finalizer must not
+    hold): the connections, the heartbeat thread's stop, and how to say goodbye unconnected."""
+
+    def __init__(self, rank: Any) -> None:  # a RemoteBatches
+        self.producers: list[Producer] = []
+        self.stopping = threading.Event()
+        self.closed = False
+        self.leave = False  # a DataLoader worker's part: its end does not end the rank
+        self.done_when: Callable[[], bool] | None = None
+        self.unreachable = False  # connecting failed: nothing to say goodbye to
+        self.pid = os.getpid()
+        self.hosts = [(host, endpoint(host, rank.port, rank.addresses)) for host in rank.hosts]
+        self.secret = rank.secret
+        self.attach = {"rank": rank.rank, "world_size": rank.world_size}
+        self.timeouts = (rank.connect_timeout, min(30.0, rank.idle_timeout))
+        self.where = f"rank {rank.rank} of {rank.world_size}"
+
+    def heartbeats(self, interval: float) -> None:
+        """Ping every ``interval`` s; end the rank once ``done_when()`` says its epochs are over
+        (DataLoader workers iterate them, out of this process's sight)."""
+        pinged = time.monotonic()
+        while not self.stopping.wait(min(interval, 0.2)):
+            if self.done_when is not None and self.done_when():
+                log.info("%s: the DataLoader workers finished every epoch", self.where)
+                self.end(None)
+                return
+            if time.monotonic() - pinged >= interval:
+                pinged = time.monotonic()
+                for producer in self.producers:
+                    producer.ping()
+
+    def end(self, abort_reason: str | None) -> None:
+        """Say goodbye (or abort) on every connection; once, and only in the process that
+        made them (a forked DataLoader worker's copy says nothing)."""
+        if self.closed or os.getpid() != self.pid:
+            return
+        self.closed = True
+        self.stopping.set()
+        if not self.producers and not self.leave and not self.unreachable:
+            for host, address in self.hosts:
+                try:
+                    goodbye_unconnected(
+                        host, address, self.secret, self.attach, self.timeouts, abort_reason
+                    )
+                except (DataPlaneError, OSError) as error:
+                    log.warning("%s could not say goodbye to %s: %s", self.where, host, error)
+        for producer in self.producers:
+            producer.finish(abort_reason, leave=self.leave)
+        deadline = time.monotonic() + 2.0
+        for producer in self.producers:
+            producer.join(max(0.0, deadline - time.monotonic()))
+
+
+__all__ = ["Link", "Producer", "goodbye_unconnected", "open_connection"]

@@ -36,6 +36,10 @@ class Shard:
         epoch: The epoch, counted from the trainer's ``start_epoch`` (default 0).
         seed: The trainers' seed; shuffle with ``(seed, epoch)`` for reproducible orders.
         rank: The training rank that receives this shard (every rank gets ``count / world``).
+        start: Batches of this shard the rank already consumed before a restart (resume from
+            ``RemoteBatches.load_state_dict``); 0 otherwise. Skip that many batches without
+            making them; a ``make_batches`` that never reads ``start`` is fast-forwarded (its
+            first ``start`` batches are made and discarded, and the data host logs it).
     """
 
     index: int
@@ -43,6 +47,7 @@ class Shard:
     epoch: int
     seed: int
     rank: int = 0
+    start: int = 0
 
 
 def shard_of(

@@ -37,6 +37,7 @@ from typing import Any
 from .arrays import describe
 from .errors import BatchRefused, DataPlaneError, ProtocolError
 from .peer import Peer
+from .resume import open_shard
 from .topology import Shard
 from .wire import (
     ABORT,
@@ -169,18 +170,22 @@ class Worker:
                 meta_int(meta, "epoch"),
                 meta_int(meta, "seed", -(1 << 62)),
                 peer.rank,
+                meta_int(meta, "start") if "start" in meta else 0,
             )
             if shard.index >= shard.count:
                 raise ProtocolError(f"shard {shard.index} of {shard.count}")
             if "max_batch_bytes" in meta:
                 peer.max_batch_bytes = meta_int(meta, "max_batch_bytes")
             peer.stop_epoch()
-            peer.epoch, peer.sent = shard.epoch, 0
+            peer.epoch, peer.sent = shard.epoch, shard.start
             peer.credits = meta_int(meta, "credits", 1, MAX_CREDITS)
             self._own_borrowed()
-            peer.batches = iter(self.make_batches(shard))
+            where = f"data host {self.host} worker {self.index}"
+            peer.batches = open_shard(self.make_batches, shard, where)
         elif kind == CREDIT:
             peer.credits = min(MAX_CREDITS, peer.credits + meta_int(meta, "n", 1, MAX_CREDITS))
+        elif kind == BYE and meta.get("leave") is True:  # a DataLoader worker's part
+            self.drop(peer, "a DataLoader worker's part of the rank ended")
         elif kind == BYE:
             self.drop(peer, "finished", "bye", peer.rank, peer.world_size)
         elif kind == ABORT:
@@ -199,12 +204,12 @@ class Worker:
         try:
             batch = next(peer.batches)
         except StopIteration:
+            self.seconds["produce"] += time.monotonic() - started
             peer.batches = None
             self._send(peer, END, {"epoch": peer.epoch, "batches": peer.sent})
             return
-        finally:
-            self.seconds["produce"] += time.monotonic() - started
         meta, pieces, size, samples = describe(batch)
+        self.seconds["produce"] += time.monotonic() - started
         if size > peer.max_batch_bytes:
             raise BatchRefused(
                 f"a batch of {size} bytes is over the max_batch_bytes of rank {peer.rank} "
