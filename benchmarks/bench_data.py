@@ -278,7 +278,7 @@ def exit_after_vanish() -> float:
 # -- stragglers ----------------------------------------------------------------------------
 
 SPAWN = multiprocessing.get_context("spawn")
-STRAGGLER_BATCHES = 300  # of 1 MiB, per shard
+STRAGGLER_BATCHES = 1000  # of 1 MiB, per shard: seconds per side, to average out load
 
 
 def _rank_process(port: int, rank: int, world: int, prefetch: int, pipe: Any) -> None:

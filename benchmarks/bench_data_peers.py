@@ -7,7 +7,8 @@
   which the project does not depend on: install it in a benchmark environment of its own, e.g.
   ``python -m venv --system-site-packages /work/venv-bench`` plus ``pip install grpcio``.
 - **tf.data service**: the pattern of AWS's TensorFlow sample (a dispatcher and workers on the
-  data host, ``distribute()`` on the trainer), where TensorFlow is installed.
+  data host, ``distribute()`` on the trainer), where TensorFlow is installed: here the
+  dispatcher runs in the trainer's process and each worker in a process of its own.
 
 Each returns batches per second received by one trainer in this process, or a reason it could
 not run.
@@ -17,12 +18,16 @@ from __future__ import annotations
 
 import importlib
 import multiprocessing
+import os
 import pickle
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+# TensorFlow's servers log their configuration at start: keep the benchmark's output readable.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 FORK = multiprocessing.get_context("fork")
+SPAWN = multiprocessing.get_context("spawn")  # TensorFlow's threads do not survive a fork
 MAX_MESSAGE = 64 << 20
 
 
@@ -105,39 +110,53 @@ def grpc_pickle_rate(make_batch: Callable[[], Any], total: int, workers: int) ->
 # -- tf.data service -----------------------------------------------------------------------
 
 
-def tf_data_service_rate(make_batch: Callable[[], Any], total: int, workers: int) -> float:
-    """Batches per second through a local tf.data service (a dispatcher and ``workers``
-    workers in this process, as TensorFlow's own tests run it)."""
+def _tf_worker(dispatcher: str, pipe: Any) -> None:
+    """A tf.data service worker in a process of its own, as on a data host."""
     tf = importlib.import_module("tensorflow")
+    service = tf.data.experimental.service
+    worker = service.WorkerServer(service.WorkerConfig(dispatcher_address=dispatcher))
+    pipe.send("up")
+    pipe.recv()  # the trainer is done
+    del worker
 
-    sample = make_batch()
-    dispatcher = tf.data.experimental.service.DispatchServer()
+
+def tf_data_service_rate(make_batch: Callable[[], Any], total: int, workers: int) -> float:
+    """Batches per second through tf.data service: a dispatcher in this process, ``workers``
+    worker processes, each making ``total / workers`` copies of the batch (a pure-TensorFlow
+    dataset: ``from_generator`` cannot run in a worker of another process)."""
+    tf = importlib.import_module("tensorflow")
+    service = tf.data.experimental.service
+    dispatcher = service.DispatchServer()
     address = dispatcher.target.split("://")[1]
-    servers = [
-        tf.data.experimental.service.WorkerServer(
-            tf.data.experimental.service.WorkerConfig(dispatcher_address=address)
-        )
-        for _ in range(workers)
-    ]
-    spec = tuple(tf.TensorSpec(value.shape, tf.as_dtype(value.dtype)) for value in sample)
-
-    def generate() -> Iterator[Any]:
-        for _ in range(total // workers):
-            yield tuple(make_batch())
-
-    dataset = tf.data.Dataset.from_generator(generate, output_signature=spec)
-    dataset = dataset.apply(
-        tf.data.experimental.service.distribute("parallel_epochs", dispatcher.target)
-    )
-    iterator = iter(dataset)
-    next(iterator)
-    received = 0
-    started = time.perf_counter()
-    for _ in iterator:
-        received += 1
-    elapsed = time.perf_counter() - started
-    del servers
-    return received / elapsed
+    pipes, processes = [], []
+    for _ in range(workers):
+        ours, theirs = SPAWN.Pipe()
+        process = SPAWN.Process(target=_tf_worker, args=(address, theirs))
+        process.start()
+        pipes.append(ours)
+        processes.append(process)
+    try:
+        for ours in pipes:
+            if not ours.poll(300):
+                raise RuntimeError("a tf.data service worker did not start")
+            ours.recv()
+        batch = {key: tf.constant(value) for key, value in make_batch().items()}
+        dataset = tf.data.Dataset.from_tensors(batch).repeat(total // workers)
+        # No compression: its fastest setting on loopback (the default may compress).
+        distribute = service.distribute("parallel_epochs", dispatcher.target, compression=None)
+        dataset = dataset.apply(distribute)
+        iterator = iter(dataset)
+        next(iterator)  # the workers have started
+        received = 0
+        started = time.perf_counter()
+        for _ in iterator:
+            received += 1
+        return float(received / (time.perf_counter() - started))
+    finally:
+        for ours in pipes:
+            ours.send("done")
+        for process in processes:
+            process.join(30)
 
 
 __all__ = ["grpc_pickle_rate", "missing", "tf_data_service_rate"]

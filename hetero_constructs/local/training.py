@@ -31,6 +31,7 @@ from hetero_constructs.local.attempts import (
     instance_types,
     quota_message,
 )
+from hetero_constructs.local.hosts.data import MotoStorage, empty_channel
 from hetero_constructs.local.patching import Patches
 from hetero_constructs.local.real_jobs import RealJobs
 from hetero_constructs.local.simulation import (
@@ -196,7 +197,15 @@ class TrainingJobs:
                         message=f"Training job names must be unique within an AWS account and "
                         f"region, and a training job with this name already exists ({arn})"
                     )
-                planned = jobs._outcomes.popleft() if jobs._outcomes else jobs.otherwise
+                planned = jobs._outcomes[0] if jobs._outcomes else jobs.otherwise
+                if planned is None:  # a real job: refused as the service refuses it
+                    empty = empty_channel(
+                        MotoStorage(jobs._account), request.get("InputDataConfig") or []
+                    )
+                    if empty is not None:
+                        raise exceptions.ValidationError(message=empty)
+                if jobs._outcomes:
+                    jobs._outcomes.popleft()
                 attempt = TrainingJobAttempt(
                     name, "InProgress", instance_types(request), request, planned=planned
                 )

@@ -19,6 +19,7 @@ from hetero_constructs.local.account import LocalAccount
 from tests.fixtures.host_jobs import (
     CODE_KEY,
     alive,
+    channel,
     drive,
     marked_pids,
     request,
@@ -201,6 +202,22 @@ def test_boto3_jobs_run_at_once_and_max_runtime_stops_one(tmp_path: Path) -> Non
     assert not [pid for pid in marked_pids(marks) if alive(pid)]
 
 
+def test_a_channel_without_data_is_refused_as_the_service_refuses_it() -> None:
+    with LocalCloud("us-west-2") as local:
+        s3, sagemaker = local.client("s3"), local.client("sagemaker")
+        s3.create_bucket(
+            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
+        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        empty = channel("train", "s3://bucket/nothing/")
+        with pytest.raises(sagemaker.exceptions.ClientError) as refused:
+            sagemaker.create_training_job(**request("empty", "bucket", channels=[empty]))
+        error = refused.value.response["Error"]
+        assert error["Code"] == "ValidationException"
+        assert 'No S3 objects found under S3 URL "s3://bucket/nothing/"' in error["Message"]
+        assert not local.training.attempts  # no job exists
+
+
 def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) -> None:
     with LocalAccount([stacks.path("UserJob")], port=0) as account:
         cloud = account.cloud
@@ -208,6 +225,8 @@ def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) ->
         s3.create_bucket(
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
         )
+        for key in ("datasets/train/a.csv", "datasets/shared/x.txt"):
+            s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
         stepfunctions = cloud.client("stepfunctions")
         arn = stepfunctions.start_execution(
             stateMachineArn=cloud.state_machine(),

@@ -102,6 +102,19 @@ def test_a_rank_that_stops_reading_stalls_no_other_rank(cluster: Cluster) -> Non
         frozen.close()
 
 
+def test_a_rank_that_sends_half_a_frame_stalls_no_other_rank(cluster: Cluster) -> None:
+    # Before: the worker read each control frame to its end, waiting up to idle_timeout.
+    host = cluster.start(ids_batches(400), workers=1, idle_timeout=30.0)
+    stalled = frozen_rank(host, rank=1, world_size=2, credits=1)
+    try:
+        stalled.sendall(wire.HEADER.pack(wire.MAGIC, wire.CREDIT, 0, 0, 7, 0)[:9])
+        started = time.monotonic()
+        assert batches_of(cluster, 0, 2, idle_timeout=30.0) == 50  # 200 ids, 4 a batch
+        assert time.monotonic() - started < 15
+    finally:
+        stalled.close()
+
+
 def _stopped_trainer(addresses: dict[str, str], report: Any) -> None:
     remote = data.RemoteBatches(
         list(addresses), addresses=addresses, secret=SECRET, rank=0, world_size=2, idle_timeout=2

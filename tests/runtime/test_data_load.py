@@ -124,3 +124,14 @@ def test_slow_trainers_show_as_credit_wait(cluster: Cluster, tmp_path: Path) -> 
     waiting = max(numbers(line)["credit_wait_fraction"] for line in lines)
     producing = min(numbers(line)["producing_fraction"] for line in lines)
     assert waiting > 0.5 and producing < 0.2
+
+
+def test_a_closed_stdout_does_not_stop_a_data_host() -> None:
+    stream = io.StringIO()
+    stream.close()
+    clock = Clock()
+    load = HostLoad("cpu", "algo-2", 1, 1.0, stream=stream, clock=clock)
+    clock.now += 2
+    load.update(0, {"produce": 1.0}, {0: [1, 2]})  # writes nothing, raises nothing
+    assert load.since == clock.now  # the interval was written (to nowhere)
+    assert load.totals()[1] == {0: [1, 2]}

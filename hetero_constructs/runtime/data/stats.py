@@ -3,6 +3,7 @@ and a data host's own load (time producing, waiting for credits, blocked sending
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -136,8 +137,9 @@ class HostLoad:
             for rank, counts in sorted(ranks.items())
         ]
         stream = self.stream if self.stream is not None else sys.stdout
-        stream.write("".join(line + "\n" for line in lines))
-        stream.flush()
+        with contextlib.suppress(OSError, ValueError):  # a closed stdout must not stop serving
+            stream.write("".join(line + "\n" for line in lines))
+            stream.flush()
         self.since, self.written = now, seconds
         self.batches_written, self.bytes_written = batches, size
 
