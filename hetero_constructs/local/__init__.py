@@ -7,7 +7,9 @@ command lines are ``hetero-train run --local`` and ``hetero-train local serve``.
 ``cloud`` (the local cloud and its run loop), ``account`` (the served account), ``run`` (one
 execution of a template), ``deploy`` (physical ids, intrinsics, creating resources),
 ``lambdas`` (in-process functions), ``events`` (EventBridge rules and delivery), ``training``
-(the training-job lifecycle) and ``simulation`` (its stages and host logs), ``moto_gaps`` (Step
+(the training-job lifecycle), ``real_jobs`` and ``hosts`` (a job's code run on every host),
+``job_metrics`` (its metric definitions applied to its lines) and ``simulation`` (a drill's
+stages and host lines), ``moto_gaps`` (Step
 Functions where moto is thinner than AWS: ``moto_integrations``, ``moto_executions``,
 ``patching``; ``moto_targets`` declares every part of moto they replace, checked at start),
 ``faults`` (fault injection), ``results`` (what a run gives back).

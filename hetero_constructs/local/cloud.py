@@ -3,7 +3,8 @@
 ``LocalCloud`` is moto in-process with its gaps filled (``moto_gaps``, ``training``): it deploys
 any synthesized template (``deploy``), runs the template's Python Lambdas in-process from their
 assets (``lambdas``), delivers the events AWS services send to the template's EventBridge rules
-(``events``), lets training jobs end as a run scripts them, and injects faults (``faults``)::
+(``events``), runs each training job's code on this machine (``real_jobs``) or ends it as a run
+scripts it (a drill), and injects faults (``faults``)::
 
     with LocalCloud() as cloud:
         cloud.deploy("cdk.out/MyStack.template.json")

@@ -1,12 +1,13 @@
-"""Training jobs as SageMaker runs them, in moto: created InProgress, ended when the run says.
+"""Training jobs as SageMaker runs them, in moto: created InProgress, ended as they end.
 
 moto marks a job Completed the moment it is created, accepts a name twice and has no
-StopTrainingJob. Here a job stays ``InProgress`` until the local cloud ends it with the next
-scripted ``Outcome`` (one per CreateTrainingJob attempt, in creation order; ``Completed`` once the
-script runs out), its name is unique (``ResourceInUse``), StopTrainingJob moves it to
-``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers with every field of the
-request as submitted, and each status change is an EventBridge "SageMaker Training Job State
-Change" event as the service sends it.
+StopTrainingJob. Here a job stays ``InProgress`` until it ends: a real one (the default) as its
+hosts end (``real_jobs``: the job's code runs on this machine), a drill with its scripted
+``Outcome`` (one per CreateTrainingJob attempt, in creation order; then ``otherwise``), every
+status message of a drill saying ``simulated``. Its name is unique (``ResourceInUse``),
+StopTrainingJob moves it to ``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers
+with every field of the request as submitted, and each status change is an EventBridge
+"SageMaker Training Job State Change" event as the service sends it.
 """
 
 from __future__ import annotations
