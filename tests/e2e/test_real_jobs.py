@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 import tarfile
 import threading
@@ -241,3 +243,35 @@ def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) ->
         (job,) = [a.name for a in cloud.training.attempts]
         lines = _lines(cloud, job)
         assert all(any(BUCKET in line for line in host) for host in lines.values())
+
+
+def test_no_host_outlives_a_killed_command(stacks: Any, tmp_path: Path) -> None:
+    """``hetero-train run --local`` killed (SIGKILL) while its job runs: its hosts die too."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "a.csv").write_text("a")
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "x.txt").write_text("x")
+    root = Path(__file__).resolve().parents[2]
+    command = subprocess.Popen(
+        [
+            sys.executable, "-m", "hetero_constructs.cli", "run", "--local",
+            str(stacks.path("UserJob")), "--no-follow",
+            "--upload", f"{tmp_path / 'train'}=s3://{BUCKET}/datasets/train/",
+            "--upload", f"{tmp_path / 'shared'}=s3://{BUCKET}/datasets/shared/",
+            "--input", json.dumps(_hps(marks, mode="wait")),
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: len(list(marks.glob("*.helper"))) == 3, 120, "every host running")
+        pids = marked_pids(marks)
+        assert all(alive(pid) for pid in pids)
+    finally:
+        command.kill()
+        command.wait()
+    wait_until(lambda: not [pid for pid in pids if alive(pid)], 30, "the hosts to die")
