@@ -23,6 +23,7 @@ from hetero_constructs.cli.simulation import parse_outcomes, parse_simulate
 from hetero_constructs.cli.targets import not_found
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.deploy.assets import AssetError
+from hetero_constructs.local.moto_targets import UnsupportedMoto
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.uploads import Upload
@@ -61,7 +62,11 @@ def run_local(
         files = [Upload.parse(text) for text in uploads]
     except ValueError as error:
         raise CliError(f"--upload {error}") from None
-    with LocalCloud(region, simulate=parse_simulate(simulate), python=python) as cloud:
+    try:
+        local = LocalCloud(region, simulate=parse_simulate(simulate), python=python)
+    except UnsupportedMoto as error:
+        raise CliError(str(error), name="UnsupportedMoto") from None
+    with local as cloud:
         try:
             cloud.deploy(template)
         except AssetError as error:

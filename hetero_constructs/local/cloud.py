@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.local import moto_gaps
+from hetero_constructs.local import moto_gaps, moto_targets
 from hetero_constructs.local.deploy.assets import (
     Environment,
     FileAsset,
@@ -53,6 +53,9 @@ _TICK = 0.02
 class LocalCloud:
     """moto in-process, filled in where it is thinner than AWS. Use as a context manager.
 
+    ``UnsupportedMoto`` (at once): the installed moto moved what the local account replaces
+    or relies on (``moto_targets``); nothing is replaced then.
+
     ``region``: the region of the deployment; None takes it from the first template deployed
     (its cdk.out manifest, else its literal ARNs, else us-west-2). Each training job a run
     creates runs for real (every host's script as processes of this machine, ``hosts``) unless
@@ -67,6 +70,8 @@ class LocalCloud:
         simulate: str | Outcome | None = None,
         python: str | None = None,
     ) -> None:
+        # Loud at once: UnsupportedMoto names what the installed moto moved.
+        moto_targets.require()
         self.region = region or "us-west-2"
         self._region_fixed = region is not None
         #: Retry waits (capacity retries wait minutes) are recorded and slept at most 0.05 s.
@@ -95,6 +100,14 @@ class LocalCloud:
     # -- moto, with the gaps filled -----------------------------------------------------------
 
     def __enter__(self) -> LocalCloud:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()  # never half-patched: what was replaced is put back
+            raise
+        return self
+
+    def _start(self) -> None:
         from moto import mock_aws
 
         for key, value in {
@@ -125,7 +138,6 @@ class LocalCloud:
         # Before moto goes: every real job's hosts are killed when the cloud closes.
         self._stack.callback(self.training.close)
         self.lambdas.set_stop_hook(self._stop_current)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -302,6 +314,11 @@ class LocalCloud:
         """End a running job now (with ``outcome``, else its scripted one) and deliver its event."""
         self.training.end(name, outcome)
         self.settle()
+
+    def interrupt_training_job(self, name: str) -> None:
+        """Reclaim a running job's spot instances: every host killed, then the same job
+        started again on fresh hosts with its checkpoints restored (managed spot training)."""
+        self.training.interrupt(name)
 
     def run(
         self,

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from hetero_constructs.local.moto_errors import service_error
 from hetero_constructs.local.patching import Patches, aws_timestamp
 
 #: Called with (execution, status) when a standard execution starts or ends.
@@ -252,10 +253,26 @@ def status_changes(patches: Patches, report: StatusReporter) -> None:
     patches.replace(module.BaseExecutionWorkerCommunication, "terminated", terminated_reporting)
 
 
-def task_callbacks(patches: Patches) -> None:
+#: Why a token is refused before it is answered (raise the error), or None to answer it.
+TokenCheck = Callable[[str], None]
+#: What a token moto does not know answers (raise the error), or None for InvalidToken.
+UnknownToken = Callable[[Any, str], None]
+
+
+class TokenAnswers:
+    """The checks SendTaskSuccess and SendTaskFailure make around ``task_callbacks``'s answer:
+    ``refusals`` run first (``moto_heartbeats``: a closed task), ``unknown`` when no running
+    execution knows the token (``moto_redrive``: a token of a run before a redrive). One
+    replacement of each backend method holds them all."""
+
+    def __init__(self) -> None:
+        self.refusals: list[TokenCheck] = []
+        self.unknown: list[UnknownToken] = []
+
+
+def task_callbacks(patches: Patches, answers: TokenAnswers) -> None:
     """SendTaskFailure keeps its cause; a token of a stopped execution is gone, not invalid;
-    a token answers once."""
-    from moto.core.exceptions import AWSError
+    a token answers once; an execution started without a name gets one."""
     from moto.stepfunctions.exceptions import InvalidToken
     from moto.stepfunctions.parser.asl.eval.callback.callback import (
         CallbackConsumerTimeout,
@@ -276,17 +293,11 @@ def task_callbacks(patches: Patches) -> None:
         )
         return EmptyResult()
 
-    class TaskDoesNotExist(AWSError):
-        TYPE = "TaskDoesNotExist"
-        STATUS = 400
-
-    class TaskTimedOut(AWSError):
-        TYPE = "TaskTimedOut"
-        STATUS = 400
-
     answering = threading.Lock()
 
     def notify(backend: Any, task_token: str, outcome: Any) -> None:
+        for refusal in answers.refusals:
+            refusal(task_token)
         # Every execution's tokens (moto looks only at running ones for success), and errors
         # with their messages (moto raises them without one, which fails in the response).
         for execution in backend._get_executions():
@@ -298,13 +309,17 @@ def task_callbacks(patches: Patches) -> None:
                     endpoint = env.callback_pool_manager.get(task_token)
                     if endpoint is not None and endpoint.get_outcome() is not None:
                         # The service closes a task at its first answer.
-                        raise TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
+                        raise service_error("TaskTimedOut", _GONE)
                     if env.callback_pool_manager.notify(callback_id=task_token, outcome=outcome):
                         return
             except CallbackNotifyConsumerError as consumer_error:
                 if isinstance(consumer_error.callback_consumer_error, CallbackConsumerTimeout):
-                    raise TaskTimedOut("Task Timed Out: the task has timed out") from None
-                raise TaskDoesNotExist("Provided task does not exist anymore") from None
+                    raise service_error(
+                        "TaskTimedOut", "Task Timed Out: the task has timed out"
+                    ) from None
+                raise service_error("TaskDoesNotExist", _GONE_NOW) from None
+        for unknown in answers.unknown:
+            unknown(backend, task_token)
         raise InvalidToken()
 
     def send_task_success(backend: Any, task_token: str, outcome: str) -> None:
@@ -333,6 +348,10 @@ def task_callbacks(patches: Patches) -> None:
     patches.replace(StepFunctionsParserBackend, "send_task_success", send_task_success)
     patches.replace(StepFunctionsParserBackend, "send_task_failure", send_task_failure_backend)
     patches.replace(StepFunctionsParserBackend, "start_execution", start_execution_named)
+
+
+_GONE = "Task Timed Out: 'Provided task does not exist anymore'"
+_GONE_NOW = "Provided task does not exist anymore"
 
 
 def fresh_token_per_attempt(patches: Patches) -> None:
@@ -376,6 +395,9 @@ def fresh_token_per_attempt(patches: Patches) -> None:
 __all__ = [
     "StatusListener",
     "StatusReporter",
+    "TokenAnswers",
+    "TokenCheck",
+    "UnknownToken",
     "context_object",
     "fresh_token_per_attempt",
     "nested_executions",
