@@ -315,6 +315,11 @@ class LocalCloud:
         self.training.end(name, outcome)
         self.settle()
 
+    def interrupt_training_job(self, name: str) -> None:
+        """Reclaim a running job's spot instances: every host killed, then the same job
+        started again on fresh hosts with its checkpoints restored (managed spot training)."""
+        self.training.interrupt(name)
+
     def run(
         self,
         state_machine_arn: str | None = None,
