@@ -98,7 +98,7 @@ def handles_errors(function: Callable[..., int]) -> Callable[..., int]:
         except CliError as error:
             text = error_record(error.name, str(error)) if as_json else f"error: {error}"
             click.echo(text, err=True)
-            return EXIT_FAILED
+            return error.exit_code
         except AWS_ERRORS as error:
             if as_json:
                 name = error_code(error) if isinstance(error, ClientError) else type(error).__name__
@@ -120,9 +120,10 @@ def cli() -> None:
     """Plan SageMaker heterogeneous-cluster training jobs, and start, follow, inspect and stop
     the training runs of deployed hetero-constructs stacks.
 
-    TARGET is a state machine ARN or name, or STACK/CONSTRUCT_ID (also STACK CONSTRUCT_ID).
-    RUN is an execution ARN or name. Exit codes: 0 success, 1 failure (a run that did not
-    succeed, violations, AWS errors), 2 usage, 130 stopped following with Ctrl-C.
+    TARGET is a state machine ARN or name, or STACK/CONSTRUCT_ID (also STACK CONSTRUCT_ID) of a
+    training job, of your own state machine or of a training task in one; RUN is an execution
+    ARN or name. Exit codes: 0 success, 1 failure (a run that did not succeed, violations, AWS
+    errors), 2 usage (or a name that matches nothing), 130 stopped following with Ctrl-C.
     """
 
 

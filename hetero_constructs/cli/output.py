@@ -30,9 +30,11 @@ class CliError(Exception):
     is the error's name in ``--json`` mode (``{"error": name, "message": ...}``).
     """
 
-    def __init__(self, message: str, name: str = "InvalidArgument") -> None:
+    def __init__(self, message: str, name: str = "InvalidArgument", exit_code: int = 1) -> None:
         super().__init__(message)
         self.name = name
+        #: 1 for a problem with what was asked; 2 for a name that matches nothing (usage).
+        self.exit_code = exit_code
 
 
 def error_record(name: str, message: str, **extra: Any) -> str:

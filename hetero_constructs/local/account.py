@@ -34,6 +34,7 @@ from typing import Any
 
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.training import Outcome
+from hetero_constructs.runs.targets import LOCAL_MACHINE_OUTPUT_PREFIX, machine_path
 
 DEFAULT_PORT = 5055
 _TICK = 0.1
@@ -147,6 +148,17 @@ class LocalAccount:
         for key, output in (body.get("Outputs") or {}).items():
             value = resolver.resolve(output.get("Value"))
             outputs[key] = {"Value": str(value), "Description": output.get("Description", "")}
+        # The stub holds no state machine: each is described by an output instead, so that
+        # STACK/CONSTRUCT_ID of a user's own state machine resolves (``runs.targets``).
+        for number, machine in enumerate(
+            m for m in self.cloud.deployed if m.arn in self.stacks[name]
+        ):
+            resource = body["Resources"][machine.logical_id]
+            path = f"{name}/{machine_path(resource, machine.logical_id, name)}"
+            outputs[f"HeteroLocalStateMachine{number}"] = {
+                "Value": machine.arn,
+                "Description": f"{LOCAL_MACHINE_OUTPUT_PREFIX}{path}",
+            }
         stack = {
             "Resources": {"Deployed": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
             "Outputs": outputs,

@@ -3,7 +3,8 @@
 ``LocalCloud`` is moto in-process with its gaps filled (``moto_gaps``, ``training``): it deploys
 any synthesized template (``deploy``), runs the template's Python Lambdas in-process from their
 assets (``lambdas``), delivers the events AWS services send to the template's EventBridge rules
-(``events``), lets training jobs end as a run scripts them, and injects faults (``faults``)::
+(``events``), runs each training job's code on this machine (``real_jobs``) or ends it as a run
+scripts it (a drill), and injects faults (``faults``)::
 
     with LocalCloud() as cloud:
         cloud.deploy("cdk.out/MyStack.template.json")
@@ -26,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.local import moto_gaps
+from hetero_constructs.local import moto_gaps, moto_targets
 from hetero_constructs.local.deploy.assets import (
     Environment,
     FileAsset,
@@ -41,6 +42,7 @@ from hetero_constructs.local.lambdas import Lambdas, install_invoke
 from hetero_constructs.local.patching import Patches, environment_variable, epoch_millis
 from hetero_constructs.local.results import ExecutionResult, Follow, start_follow
 from hetero_constructs.local.training import Outcome, TrainingJobs
+from hetero_constructs.runs.targets import Entry, deployed_state_machine, template_entries
 
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
 EXECUTION_EVENT_SOURCE = "aws.states"
@@ -50,6 +52,9 @@ _TICK = 0.02
 
 class LocalCloud:
     """moto in-process, filled in where it is thinner than AWS. Use as a context manager.
+
+    ``UnsupportedMoto`` (at once): the installed moto moved what the local account replaces
+    or relies on (``moto_targets``); nothing is replaced then.
 
     ``region``: the region of the deployment; None takes it from the first template deployed
     (its cdk.out manifest, else its literal ARNs, else us-west-2). Each training job a run
@@ -65,6 +70,8 @@ class LocalCloud:
         simulate: str | Outcome | None = None,
         python: str | None = None,
     ) -> None:
+        # Loud at once: UnsupportedMoto names what the installed moto moved.
+        moto_targets.require()
         self.region = region or "us-west-2"
         self._region_fixed = region is not None
         #: Retry waits (capacity retries wait minutes) are recorded and slept at most 0.05 s.
@@ -73,6 +80,9 @@ class LocalCloud:
         self.state_machines: list[str] = []  # ARNs, in template order, once deployed
         self.definitions: dict[str, Any] = {}  # the definitions as deployed, by ARN
         self.deployed: list[StateMachine] = []
+        #: The names of each deployed stack (``runs.targets``): its training jobs, state
+        #: machines and the training tasks in them, by stack name.
+        self.names: dict[str, list[Entry]] = {}
         self.resolvers: list[Resolver] = []
         self.assets: list[FileAsset] = []  # published into the local S3 by ``deploy``
         self.notes: list[str] = []
@@ -90,6 +100,14 @@ class LocalCloud:
     # -- moto, with the gaps filled -----------------------------------------------------------
 
     def __enter__(self) -> LocalCloud:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()  # never half-patched: what was replaced is put back
+            raise
+        return self
+
+    def _start(self) -> None:
         from moto import mock_aws
 
         for key, value in {
@@ -120,7 +138,6 @@ class LocalCloud:
         # Before moto goes: every real job's hosts are killed when the cloud closes.
         self._stack.callback(self.training.close)
         self.lambdas.set_stop_hook(self._stop_current)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -179,6 +196,10 @@ class LocalCloud:
             self.deployed.append(machine)
             self.state_machines.append(machine.arn)
             self.definitions[machine.arn] = machine.definition
+        arns = {machine.logical_id: machine.arn for machine in stack.state_machines}
+        self.names.setdefault(resolver.stack_name, []).extend(
+            template_entries(body, resolver.stack_name, arns, self.definitions)
+        )
         self.notes.extend(stack.notes)
         if resolver.unresolved:
             self.notes.append(
@@ -190,21 +211,11 @@ class LocalCloud:
         }
 
     def state_machine(self, name: str | None = None) -> str:
-        """The ARN of the state machine called ``name`` (ARN, name or logical id); without a
-        name, the only one. ``LookupError`` lists the choices otherwise."""
-        if name is None:
-            if len(self.deployed) == 1:
-                return self.deployed[0].arn
-            choices = ", ".join(f"{m.name} ({m.logical_id})" for m in self.deployed) or "none"
-            raise LookupError(
-                f"the template has {len(self.deployed)} state machines; choose one with "
-                f"--state-machine NAME_OR_LOGICAL_ID: {choices}"
-            )
-        for machine in self.deployed:
-            if name in (machine.arn, machine.name, machine.logical_id):
-                return machine.arn
-        choices = ", ".join(f"{m.name} ({m.logical_id})" for m in self.deployed) or "none"
-        raise LookupError(f"no state machine {name!r} in the template; choices: {choices}")
+        """The ARN of the state machine called ``name`` (ARN, name, logical id, or
+        ``STACK/CONSTRUCT_ID`` as ``runs.targets`` reads it); without a name, the only one.
+        ``LookupError`` lists the choices otherwise (``TargetNotFound`` for an unknown name)."""
+        machines = [(m.arn, m.name, m.logical_id) for m in self.deployed]
+        return deployed_state_machine(name, machines, self.names)
 
     # -- events from the simulated services ------------------------------------------------
 
@@ -304,6 +315,11 @@ class LocalCloud:
         self.training.end(name, outcome)
         self.settle()
 
+    def interrupt_training_job(self, name: str) -> None:
+        """Reclaim a running job's spot instances: every host killed, then the same job
+        started again on fresh hosts with its checkpoints restored (managed spot training)."""
+        self.training.interrupt(name)
+
     def run(
         self,
         state_machine_arn: str | None = None,
@@ -382,6 +398,13 @@ class LocalCloud:
             description = self._drive(
                 execution_arn, stop_execution, reconcile_every, stuck_after, timeout, first_attempt
             )
+        except TimeoutError:  # given up: stopped, so that a follow display sees the end
+            self.client("stepfunctions").stop_execution(
+                executionArn=execution_arn, error="LocalRun.Timeout", cause="timeout passed"
+            )
+            if follower is not None:
+                follower.join(timeout=10)
+            raise
         finally:
             self._current_execution = None
         if follower is not None:

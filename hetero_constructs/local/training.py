@@ -1,12 +1,13 @@
-"""Training jobs as SageMaker runs them, in moto: created InProgress, ended when the run says.
+"""Training jobs as SageMaker runs them, in moto: created InProgress, ended as they end.
 
 moto marks a job Completed the moment it is created, accepts a name twice and has no
-StopTrainingJob. Here a job stays ``InProgress`` until the local cloud ends it with the next
-scripted ``Outcome`` (one per CreateTrainingJob attempt, in creation order; ``Completed`` once the
-script runs out), its name is unique (``ResourceInUse``), StopTrainingJob moves it to
-``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers with every field of the
-request as submitted, and each status change is an EventBridge "SageMaker Training Job State
-Change" event as the service sends it.
+StopTrainingJob. Here a job stays ``InProgress`` until it ends: a real one (the default) as its
+hosts end (``real_jobs``: the job's code runs on this machine), a drill with its scripted
+``Outcome`` (one per CreateTrainingJob attempt, in creation order; then ``otherwise``), every
+status message of a drill saying ``simulated``. Its name is unique (``ResourceInUse``),
+StopTrainingJob moves it to ``Stopping`` (it then ends ``Stopped``), DescribeTrainingJob answers
+with every field of the request as submitted, and each status change is an EventBridge
+"SageMaker Training Job State Change" event as the service sends it.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from hetero_constructs.local.attempts import (
     instance_types,
     quota_message,
 )
+from hetero_constructs.local.hosts.data import MotoStorage, empty_channel
 from hetero_constructs.local.patching import Patches
 from hetero_constructs.local.real_jobs import RealJobs
 from hetero_constructs.local.simulation import (
@@ -74,6 +76,7 @@ class TrainingJobs:
         #: Where real jobs' hosts get their folders (set by the local cloud).
         self.scratch: Path | None = None
         self.real = RealJobs(self._logs, self._scratch)
+        self._interrupted: set[str] = set()
 
     def _scratch(self) -> Path:
         if self.scratch is None:
@@ -111,6 +114,8 @@ class TrainingJobs:
         with self._lock:
             attempt = self.attempt(name)
             if not attempt.simulated:
+                if name in self._interrupted:
+                    return False  # its hosts are being replaced
                 job = self.real.job(name)
                 return job is None or job.finished.is_set()
             if attempt.status == "Stopping" or attempt.created is None:
@@ -196,7 +201,15 @@ class TrainingJobs:
                         message=f"Training job names must be unique within an AWS account and "
                         f"region, and a training job with this name already exists ({arn})"
                     )
-                planned = jobs._outcomes.popleft() if jobs._outcomes else jobs.otherwise
+                planned = jobs._outcomes[0] if jobs._outcomes else jobs.otherwise
+                if planned is None:  # a real job: refused as the service refuses it
+                    empty = empty_channel(
+                        MotoStorage(jobs._account), request.get("InputDataConfig") or []
+                    )
+                    if empty is not None:
+                        raise exceptions.ValidationError(message=empty)
+                if jobs._outcomes:
+                    jobs._outcomes.popleft()
                 attempt = TrainingJobAttempt(
                     name, "InProgress", instance_types(request), request, planned=planned
                 )
@@ -343,6 +356,31 @@ class TrainingJobs:
         job.training_time_in_seconds = job.billable_time_in_seconds = seconds
         if start is None:
             job.training_start_time = None
+
+    def interrupt(self, name: str) -> None:
+        """A spot reclaim of a running real job, as managed spot training handles it: every
+        host killed at once (checkpoints copied so far are kept), secondary status
+        ``Interrupted``, then the same job starts again on fresh hosts (``Starting``), its
+        checkpoints restored. ``ValueError`` for a job that is not running for real."""
+        with self._lock:
+            attempt = self.attempt(name)
+            running = None if attempt.simulated else self.real.job(name)
+            if attempt.status != "InProgress" or running is None:
+                raise ValueError(
+                    f"training job {name} cannot be interrupted: it is {attempt.status}"
+                    + (" (a drill: no host runs)" if attempt.simulated else "")
+                )
+            self._interrupted.add(name)
+        running.kill("Interrupted")
+        running.wait(60)
+        with self._lock:
+            self._interrupted.discard(name)
+            job = self._backend.training_jobs[name]
+            at = _now(job)
+            self._enter(attempt, Stage("Interrupted", "Job interrupted due to Spot reclaim", at))
+            self._enter(attempt, Stage("Starting", "Launching requested ML instances", _now(job)))
+            epoch = int(as_utc(job.creation_time).timestamp())
+            self.real.start(name, attempt.request, epoch, self._real_stage)
 
     def _real_stage(self, name: str, status: str, moment: datetime, message: str) -> None:
         """A real job entered a stage (from its watching thread)."""

@@ -38,7 +38,7 @@ def new_session(profile: str | None = None, region: str | None = None) -> boto3.
 
 @dataclass(frozen=True)
 class RunClients:
-    """The three clients a training run is read and steered with.
+    """The clients a training run is found, read and steered with.
 
     Any boto3 clients do: real AWS, moto in-process (``mock_aws``) or a moto server such as
     ``hetero-train local serve`` (``AWS_ENDPOINT_URL``).
@@ -47,6 +47,8 @@ class RunClients:
     stepfunctions: Any
     sagemaker: Any
     logs: Any
+    #: Resolves ``STACK/CONSTRUCT_ID`` (``runs.targets``); None: names and ARNs only.
+    cloudformation: Any = None
 
     @classmethod
     def create(
@@ -65,7 +67,9 @@ class RunClients:
                 service, region_name=region, endpoint_url=endpoint_url, config=CLIENT_CONFIG
             )
 
-        return cls(client("stepfunctions"), client("sagemaker"), client("logs"))
+        return cls(
+            client("stepfunctions"), client("sagemaker"), client("logs"), client("cloudformation")
+        )
 
 
 __all__ = [

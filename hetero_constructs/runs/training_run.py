@@ -31,7 +31,6 @@ from typing import Any, TextIO
 from hetero_constructs.runs.clients import CLIENT_CONFIG, RunClients, new_session
 from hetero_constructs.runs.execution import (
     TrainingJob,
-    describe_execution,
     read_run,
     run_summary,
     utc_now,
@@ -46,6 +45,7 @@ from hetero_constructs.runs.logs import LogLine
 from hetero_constructs.runs.metrics import DEFAULT_PERIOD_SECONDS, MetricSeries, run_metrics
 from hetero_constructs.runs.redrive import RedriveOutcome, redrive_run
 from hetero_constructs.runs.stop import StopOutcome, stop_run
+from hetero_constructs.runs.targets import resolve_execution, resolve_state_machine
 from hetero_constructs.runs.watch import RunWatch
 from hetero_constructs.spec.violations import Violation
 
@@ -167,13 +167,15 @@ class TrainingRun:
         check: bool = True,
         clients: RunClients | None = None,
     ) -> TrainingRun:
-        """Start an execution of ``state_machine`` (ARN or name) with ``input``.
+        """Start an execution of ``state_machine`` with ``input``: its ARN or name, or
+        ``STACK/CONSTRUCT_ID`` of a training job, of a user's state machine or of a training
+        task in one (``runs.targets``; ``LookupError`` naming the closest when none matches).
 
         With ``check`` (the default) the input is first checked as each training task will
         see it; ``RunInputError`` (with ``violations``) when a task would refuse it.
         """
         clients = clients or RunClients.create()
-        arn = state_machine_arn(clients.stepfunctions, state_machine)
+        arn = state_machine_arn(clients.stepfunctions, state_machine, clients.cloudformation)
         execution_input = {} if input is None else input
         name = name or f"run-{datetime.now().strftime('%Y%m%d-%H%M%S')}-{time.time_ns() % 9973}"
         if check:
@@ -189,14 +191,11 @@ class TrainingRun:
         return run
 
     @classmethod
-    def attach(cls, execution_arn: str, *, clients: RunClients | None = None) -> TrainingRun:
-        """The run of an execution that exists (``LookupError`` when it does not)."""
-        run = cls(execution_arn, clients=clients)
-        try:
-            describe_execution(run.clients.stepfunctions, execution_arn)
-        except run.clients.stepfunctions.exceptions.ExecutionDoesNotExist:
-            raise LookupError(f"no execution {execution_arn!r}") from None
-        return run
+    def attach(cls, run: str, *, clients: RunClients | None = None) -> TrainingRun:
+        """The run of an execution that exists, by its ARN or name (``LookupError`` naming the
+        closest runs when none matches)."""
+        clients = clients or RunClients.create()
+        return cls(resolve_execution(run, stepfunctions=clients.stepfunctions), clients=clients)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -312,19 +311,12 @@ class TrainingRun:
         return redrive_run(self.clients, self.arn)
 
 
-def state_machine_arn(stepfunctions: Any, state_machine: str) -> str:
-    """The ARN of a state machine given by ARN or name (``LookupError`` when none is)."""
-    if state_machine.startswith("arn:") and ":stateMachine:" in state_machine:
-        return state_machine
-    names = []
-    for page in stepfunctions.get_paginator("list_state_machines").paginate():
-        for machine in page["stateMachines"]:
-            if machine["name"] == state_machine:
-                return str(machine["stateMachineArn"])
-            names.append(machine["name"])
-    raise LookupError(
-        f"no state machine is named {state_machine!r}; here: {', '.join(sorted(names)) or 'none'}"
-    )
+def state_machine_arn(stepfunctions: Any, state_machine: str, cloudformation: Any = None) -> str:
+    """The ARN of the state machine ``state_machine`` names (``runs.targets``: an ARN, a name,
+    or with ``cloudformation`` STACK/CONSTRUCT_ID); ``LookupError`` naming the closest."""
+    return resolve_state_machine(
+        state_machine, stepfunctions=stepfunctions, cloudformation=cloudformation
+    ).arn
 
 
 def _seconds(moment: Any) -> float:

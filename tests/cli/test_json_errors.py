@@ -26,14 +26,21 @@ def error_of(err: str) -> dict[str, Any]:
 
 def test_a_run_that_does_not_exist(stack: FakeStack, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = cli("status", "no-such-run", "--json")
-    assert (code, out) == (1, "")
+    assert (code, out) == (2, "")  # a name that matches nothing: a usage error
     error = error_of(capsys.readouterr().err)
-    assert error["error"] == "InvalidArgument" and "no-such-run" in error["message"]
+    assert error["error"] == "NotFound" and "no-such-run" in error["message"]
+    code, out = cli("status", stack.execution_arn("missing"), "--json")
+    assert (code, out) == (2, "")  # an ARN too, never the service's error
+    assert error_of(capsys.readouterr().err)["error"] == "NotFound"
 
 
 def test_an_aws_error_is_named_by_its_code(
-    stack: FakeStack, capsys: pytest.CaptureFixture[str]
+    stack: FakeStack, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from hetero_constructs.runs import targets
+
+    # Found by name, gone when it is read: the service's own error.
+    monkeypatch.setattr(targets, "resolve_execution", lambda run, **_: run)
     arn = stack.execution_arn("missing")
     code, _ = cli("status", arn, "--json")
     assert code == 1

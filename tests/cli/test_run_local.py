@@ -193,7 +193,7 @@ def test_bad_arguments_fail_before_anything_runs_and_say_why(
     assert local(nested)[0] == 1
     error = capsys.readouterr().err
     assert "--state-machine" in error and "local-parent" in error and "local-child" in error
-    assert local(nested, "--state-machine", "nope")[0] == 1
+    assert local(nested, "--state-machine", "nope")[0] == 2  # a name that matches nothing
     # A malformed --outcome is a usage error (exit 2), as click's own are.
     assert local(nested, "--state-machine", "local-parent", "--outcome", "Crashed")[0] == 2
     assert "--outcome" in capsys.readouterr().err
@@ -294,3 +294,18 @@ def test_a_failed_run_is_shown_with_its_reason_and_exits_1(
     assert final[1].split() == ["job", name, "(Failed)"]
     assert final[-1].split() == ["failure", "reason", "AlgorithmError:", "boom"]
     assert local(*failing, "--expect", "FAILED")[0] == 0
+
+
+def test_run_local_takes_the_target_forms_every_command_takes(
+    user_pipeline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--state-machine`` takes STACK/CONSTRUCT_ID of a user's own state machine, or of the
+    training task inside it (issue 33: refused), as every command does; a near miss names the
+    closest and exits 2."""
+    template = str(user_pipeline)
+    for target in ("UserPipeline/Pipeline", "UserPipeline/Train"):
+        code, text = local(template, "--state-machine", target, "--input", '{"epochs": 3}')
+        assert code == 0, (target, text, capsys.readouterr().err)
+    code, _ = local(template, "--state-machine", "UserPipeline/Trian")
+    assert code == 2
+    assert "Closest: UserPipeline/Train" in capsys.readouterr().err

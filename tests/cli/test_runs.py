@@ -28,7 +28,7 @@ def cli(*args: str) -> tuple[int, str]:
 
 
 def clients(stack: FakeStack) -> RunClients:
-    return RunClients(stack.stepfunctions, stack.sagemaker, stack.logs)
+    return RunClients(stack.stepfunctions, stack.sagemaker, stack.logs, stack.cloudformation)
 
 
 def start(stack: FakeStack, name: str, *extra: str) -> str:
@@ -101,7 +101,7 @@ def test_every_target_form_finds_the_state_machine(stack: FakeStack, tmp_path: P
     ("target", "expected"),
     [
         (["no-such-machine"], "No state machine is named 'no-such-machine'"),
-        ([f"{STACK}/Nope"], "exports no training job 'Nope'"),
+        ([f"{STACK}/Nope"], "has no training job, state machine or training task 'Nope'"),
         (["NoStack/Training"], "No CloudFormation stack 'NoStack'"),
     ],
 )
@@ -110,10 +110,54 @@ def test_unknown_targets_say_what_exists(
 ) -> None:
     code, _ = cli("run", *target, "--no-follow")
     error = capsys.readouterr().err
-    assert code == 1
+    assert code == 2  # a usage error, never a service's traceback
     assert expected in error and "Fix:" in error
+    assert "Traceback" not in error
     if "Nope" in expected:
         assert CONSTRUCT_PATH in error  # the training jobs the stack does export
+
+
+@pytest.mark.parametrize(
+    ("command", "given", "closest"),
+    [
+        (["run"], PREFIX[:-1], PREFIX),
+        (["run"], f"{STACK}/Trainin", f"{STACK}/Training"),
+        (["list"], STACK[:-1], STACK),
+        (["status"], "my-runn", "my-run"),
+        (["logs"], "my-runn", "my-run"),
+    ],
+)
+def test_a_near_miss_names_the_closest_and_exits_2(
+    stack: FakeStack,
+    command: list[str],
+    given: str,
+    closest: str,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    start(stack, "my-run")
+    capsys.readouterr()
+    code, _ = cli(*command, given, "--json")
+    error = json.loads(capsys.readouterr().err)
+    assert code == 2
+    assert error["error"] == "NotFound"
+    assert closest in error["message"]
+
+
+def test_every_entry_point_of_training_run_takes_the_same_names(stack: FakeStack) -> None:
+    from hetero_constructs.runs import TrainingRun
+
+    runs = clients(stack)
+    for target in (stack.state_machine_arn, PREFIX, f"{STACK}/Training", CONSTRUCT_PATH):
+        run = TrainingRun.start(target, {}, check=False, clients=runs)
+        assert run.arn.startswith(stack.state_machine_arn.replace(":stateMachine:", ":execution:"))
+        assert TrainingRun.attach(run.name, clients=runs).arn == run.arn  # by name
+        assert TrainingRun.attach(run.arn, clients=runs).arn == run.arn  # by ARN
+    with pytest.raises(LookupError, match=r"Closest: .*Training"):
+        TrainingRun.start(f"{STACK}/Trainin", clients=runs)
+    with pytest.raises(LookupError, match=f"Closest: {run.name}"):
+        TrainingRun.attach(run.name + "x", clients=runs)
+    with pytest.raises(LookupError, match="No execution"):
+        TrainingRun.attach(run.arn + "x", clients=runs)
 
 
 def test_bad_input_starts_nothing(stack: FakeStack, capsys: pytest.CaptureFixture[str]) -> None:
@@ -470,8 +514,8 @@ def test_status_and_list(stack: FakeStack) -> None:
 
 def test_unknown_run_is_an_error(stack: FakeStack, capsys: pytest.CaptureFixture[str]) -> None:
     code, _ = cli("status", "nope")
-    assert code == 1
-    assert "No execution is named 'nope'" in capsys.readouterr().err
+    assert code == 2
+    assert "No execution 'nope'" in capsys.readouterr().err
 
 
 def test_brackets_in_what_aws_reports_are_shown_as_text(stack: FakeStack) -> None:

@@ -187,6 +187,15 @@ def a_users_pipeline_runs_with_its_own_input() -> None:
     assert described["HyperParameters"]["epochs"] == "3"  # the Lambda's result
 
 
+def a_users_pipeline_is_named_as_a_training_job_is() -> None:
+    """STACK/CONSTRUCT_ID of a user's own state machine, of the training task in it, or the
+    stack alone (it holds one): the same state machine (issue 33: "exports no training job")."""
+    for target in ("UserPipeline/Pipeline", "UserPipeline/Train", "UserPipeline"):
+        code, text = cli("list", target, "--json")
+        assert code == 0, (target, text)
+        assert "served-user" in [r["name"] for r in json.loads(text)["runs"]]
+
+
 def plain_boto3_sees_the_account() -> None:
     names = [
         m["name"] for m in boto3.client("stepfunctions").list_state_machines()["stateMachines"]
@@ -239,6 +248,7 @@ def test_the_local_account_serves_runs_as_aws_does(
     stop_aborts_a_run()
     redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(capsys)
     a_users_pipeline_runs_with_its_own_input()
+    a_users_pipeline_is_named_as_a_training_job_is()
     the_python_api_starts_follows_and_reads_a_run()
     plain_boto3_sees_the_account()
 

@@ -46,6 +46,10 @@ def run(example: Synthesized) -> Iterator[tuple[LocalCloud, Any]]:
         template = example.outdir / f"{example.stack.stack_name}.template.json"
         publish_file_assets(local, template, code=sourcedir(STAND_IN))
         create_bucket(local.client("s3"), "example-training-data", local.region)
+        # The data channel's prefix must hold data, or CreateTrainingJob refuses the job.
+        local.client("s3").put_object(
+            Bucket="example-training-data", Key="datasets/train/part-0.csv", Body=b"x\n"
+        )
         (machine,) = local.state_machines
         yield local, local.run(machine, {}, name="metrics-run", timeout=120)
 

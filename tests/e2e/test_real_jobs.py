@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
 import sys
 import tarfile
 import threading
@@ -19,6 +21,7 @@ from hetero_constructs.local.account import LocalAccount
 from tests.fixtures.host_jobs import (
     CODE_KEY,
     alive,
+    channel,
     drive,
     marked_pids,
     request,
@@ -201,6 +204,22 @@ def test_boto3_jobs_run_at_once_and_max_runtime_stops_one(tmp_path: Path) -> Non
     assert not [pid for pid in marked_pids(marks) if alive(pid)]
 
 
+def test_a_channel_without_data_is_refused_as_the_service_refuses_it() -> None:
+    with LocalCloud("us-west-2") as local:
+        s3, sagemaker = local.client("s3"), local.client("sagemaker")
+        s3.create_bucket(
+            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
+        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        empty = channel("train", "s3://bucket/nothing/")
+        with pytest.raises(sagemaker.exceptions.ClientError) as refused:
+            sagemaker.create_training_job(**request("empty", "bucket", channels=[empty]))
+        error = refused.value.response["Error"]
+        assert error["Code"] == "ValidationException"
+        assert 'No S3 objects found under S3 URL "s3://bucket/nothing/"' in error["Message"]
+        assert not local.training.attempts  # no job exists
+
+
 def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) -> None:
     with LocalAccount([stacks.path("UserJob")], port=0) as account:
         cloud = account.cloud
@@ -208,6 +227,8 @@ def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) ->
         s3.create_bucket(
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": cloud.region}
         )
+        for key in ("datasets/train/a.csv", "datasets/shared/x.txt"):
+            s3.put_object(Bucket=BUCKET, Key=key, Body=b"x")
         stepfunctions = cloud.client("stepfunctions")
         arn = stepfunctions.start_execution(
             stateMachineArn=cloud.state_machine(),
@@ -222,3 +243,69 @@ def test_a_served_accounts_hosts_reach_it_as_aws(stacks: Any, tmp_path: Path) ->
         (job,) = [a.name for a in cloud.training.attempts]
         lines = _lines(cloud, job)
         assert all(any(BUCKET in line for line in host) for host in lines.values())
+
+
+def test_no_host_outlives_a_killed_command(stacks: Any, tmp_path: Path) -> None:
+    """``hetero-train run --local`` killed (SIGKILL) while its job runs: its hosts die too."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "a.csv").write_text("a")
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "x.txt").write_text("x")
+    root = Path(__file__).resolve().parents[2]
+    command = subprocess.Popen(
+        [
+            sys.executable, "-m", "hetero_constructs.cli", "run", "--local",
+            str(stacks.path("UserJob")), "--no-follow",
+            "--upload", f"{tmp_path / 'train'}=s3://{BUCKET}/datasets/train/",
+            "--upload", f"{tmp_path / 'shared'}=s3://{BUCKET}/datasets/shared/",
+            "--input", json.dumps(_hps(marks, mode="wait")),
+        ],
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_until(lambda: len(list(marks.glob("*.helper"))) == 3, 120, "every host running")
+        pids = marked_pids(marks)
+        assert all(alive(pid) for pid in pids)
+    finally:
+        command.kill()
+        command.wait()
+    wait_until(lambda: not [pid for pid in pids if alive(pid)], 30, "the hosts to die")
+
+
+def test_a_spot_reclaim_restarts_the_job_from_its_checkpoints(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with LocalCloud("us-west-2") as local:
+        s3, sagemaker = local.client("s3"), local.client("sagemaker")
+        s3.create_bucket(
+            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
+        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        hps = {"marks": str(marks), "mode": "resume"}
+        checkpoints = "s3://bucket/checkpoints/spot"
+        sagemaker.create_training_job(
+            **request("spot", "bucket", hyperparameters=hps, checkpoints=checkpoints)
+        )
+        wait_until(lambda: (marks / "algo-1.started1").exists(), 60, "the first start")
+        first = marked_pids(marks)
+        local.interrupt_training_job("spot")
+        assert not [pid for pid in first if alive(pid)]  # every host killed at once
+
+        def described() -> dict[str, Any]:
+            return dict(sagemaker.describe_training_job(TrainingJobName="spot"))
+
+        drive(local, lambda: described()["TrainingJobStatus"] != "InProgress")
+        job = described()
+        assert job["TrainingJobStatus"] == "Completed"
+        statuses = [t["Status"] for t in job["SecondaryStatusTransitions"]]
+        assert statuses == [
+            "Starting", "Downloading", "Training", "Interrupted",
+            "Starting", "Downloading", "Training", "Uploading", "Completed",
+        ]  # fmt: skip
+        assert (marks / "algo-1.started2").exists()  # restored: it counted on from 1
+        assert "count=2" in _lines(local, "spot")["algo-1"]

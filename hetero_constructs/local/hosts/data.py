@@ -168,6 +168,28 @@ def channel_hosts(channel: Mapping[str, Any], cluster: Cluster) -> list[Host]:
     return [host for host in cluster.hosts if host.group in groups]
 
 
+def empty_channel(storage: Storage, channels: Sequence[Mapping[str, Any]]) -> str | None:
+    """CreateTrainingJob's refusal of a channel whose S3 prefix holds no object, as the
+    service words it; None when every S3 channel has data."""
+    for channel in channels:
+        source = (channel.get("DataSource") or {}).get("S3DataSource")
+        if source is None or source.get("S3DataType", "S3Prefix") != "S3Prefix":
+            continue
+        uri = str(source.get("S3Uri", ""))
+        try:
+            bucket, prefix = parse_s3_uri(uri, "S3Uri")
+        except JobSetupError:
+            continue  # the job fails with the reason when it downloads
+        if not storage.keys(bucket, prefix):
+            return (
+                f'No S3 objects found under S3 URL "{uri}" given in input data source. Please '
+                "ensure that the bucket exists in the selected region, and that objects exist "
+                "under that S3 prefix (in the local account: put them there, e.g. with "
+                "`hetero-train run --local --upload`)"
+            )
+    return None
+
+
 def download_channels(
     storage: Storage, channels: Sequence[Mapping[str, Any]], cluster: Cluster
 ) -> list[str]:
@@ -300,6 +322,7 @@ __all__ = [
     "channel_hosts",
     "checkpoint_folder",
     "download_channels",
+    "empty_channel",
     "parse_s3_uri",
     "submit_directory",
     "unpack_code",
