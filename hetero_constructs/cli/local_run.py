@@ -23,6 +23,7 @@ from hetero_constructs.cli.simulation import parse_outcomes, parse_simulate
 from hetero_constructs.cli.targets import not_found
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.deploy.assets import AssetError
+from hetero_constructs.local.moto_targets import UnsupportedMoto
 from hetero_constructs.local.results import ExecutionResult
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.uploads import Upload
@@ -61,7 +62,11 @@ def run_local(
         files = [Upload.parse(text) for text in uploads]
     except ValueError as error:
         raise CliError(f"--upload {error}") from None
-    with LocalCloud(region, simulate=parse_simulate(simulate), python=python) as cloud:
+    try:
+        local = LocalCloud(region, simulate=parse_simulate(simulate), python=python)
+    except UnsupportedMoto as error:
+        raise CliError(str(error), name="UnsupportedMoto") from None
+    with local as cloud:
         try:
             cloud.deploy(template)
         except AssetError as error:
@@ -98,17 +103,24 @@ def run_local(
         display = LocalFollow(out.console, json_out=out.stdout if out.json else None)
         # The in-process handlers' prints must not corrupt the JSON on standard output.
         quiet = contextlib.redirect_stdout(sys.stderr) if out.json else contextlib.nullcontext()
-        with quiet:
-            result = cloud.run(
-                arn,
-                execution_input,
-                name=name,
-                outcomes=parsed,
-                reconcile_every=reconcile_every,
-                job_duration=timedelta(seconds=job_duration),
-                timeout=max(timeout, job_duration * 4 + 30),
-                follow=display if show else None,
-            )
+        limit = max(timeout, job_duration * 4 + 30)
+        try:
+            with quiet:
+                result = cloud.run(
+                    arn,
+                    execution_input,
+                    name=name,
+                    outcomes=parsed,
+                    reconcile_every=reconcile_every,
+                    job_duration=timedelta(seconds=job_duration),
+                    timeout=limit,
+                    follow=display if show else None,
+                )
+        except TimeoutError as error:  # the local cloud stops every job's hosts as it closes
+            raise CliError(
+                f"{error}. Fix: give it more time with --timeout SECONDS (now {limit:g}).",
+                "Timeout",
+            ) from None
         for note in cloud.training.real.notes:
             out.note(note)
         if out.json and not show:

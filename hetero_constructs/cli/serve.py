@@ -59,6 +59,7 @@ def serve(
     try:
         from hetero_constructs.local.account import LocalAccount
         from hetero_constructs.local.deploy.assets import AssetError
+        from hetero_constructs.local.moto_targets import UnsupportedMoto
         from hetero_constructs.local.run import template_problem
     except ImportError as error:  # moto comes with the local extra
         raise CliError(
@@ -72,16 +73,19 @@ def serve(
         if problem is not None:
             raise CliError(problem)
     parsed = parse_outcomes(outcomes)
-    account = LocalAccount(
-        templates,
-        port=port,
-        region=region,
-        outcomes=parsed,
-        job_duration=timedelta(seconds=job_duration),
-        reconcile_every=reconcile_every,
-        simulate=parse_simulate(simulate),
-        python=python,
-    )
+    try:
+        account = LocalAccount(
+            templates,
+            port=port,
+            region=region,
+            outcomes=parsed,
+            job_duration=timedelta(seconds=job_duration),
+            reconcile_every=reconcile_every,
+            simulate=parse_simulate(simulate),
+            python=python,
+        )
+    except UnsupportedMoto as error:
+        raise CliError(str(error), name="UnsupportedMoto") from None
     try:
         account.__enter__()
     except AssetError as error:

@@ -11,7 +11,8 @@ execution of a template), ``deploy`` (physical ids, intrinsics, creating resourc
 ``job_metrics`` (its metric definitions applied to its lines) and ``simulation`` (a drill's
 stages and host lines), ``moto_gaps`` (Step
 Functions where moto is thinner than AWS: ``moto_integrations``, ``moto_executions``,
-``patching``), ``faults`` (fault injection), ``results`` (what a run gives back).
+``patching``; ``moto_targets`` declares every part of moto they replace, checked at start),
+``faults`` (fault injection), ``results`` (what a run gives back).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hetero_constructs.local.account import LocalAccount
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.events import matches
 from hetero_constructs.local.faults import Faults
+from hetero_constructs.local.moto_targets import UnsupportedMoto
 from hetero_constructs.local.results import Clients, ExecutionResult, Follow
 from hetero_constructs.local.run import run_template, template_problem
 from hetero_constructs.local.training import Outcome, TrainingJobAttempt
@@ -33,6 +35,7 @@ __all__ = [
     "LocalCloud",
     "Outcome",
     "TrainingJobAttempt",
+    "UnsupportedMoto",
     "matches",
     "run_template",
     "template_problem",

@@ -27,7 +27,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.local import moto_gaps
+from hetero_constructs.local import moto_gaps, moto_targets
 from hetero_constructs.local.deploy.assets import (
     Environment,
     FileAsset,
@@ -40,7 +40,7 @@ from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import Lambdas, install_invoke
 from hetero_constructs.local.patching import Patches, environment_variable, epoch_millis
-from hetero_constructs.local.results import ExecutionResult, Follow, start_follow
+from hetero_constructs.local.results import ExecutionResult, Follow, give_up, start_follow
 from hetero_constructs.local.training import Outcome, TrainingJobs
 from hetero_constructs.runs.targets import Entry, deployed_state_machine, template_entries
 
@@ -52,6 +52,9 @@ _TICK = 0.02
 
 class LocalCloud:
     """moto in-process, filled in where it is thinner than AWS. Use as a context manager.
+
+    ``UnsupportedMoto`` (at once): the installed moto moved what the local account replaces
+    or relies on (``moto_targets``); nothing is replaced then.
 
     ``region``: the region of the deployment; None takes it from the first template deployed
     (its cdk.out manifest, else its literal ARNs, else us-west-2). Each training job a run
@@ -67,6 +70,7 @@ class LocalCloud:
         simulate: str | Outcome | None = None,
         python: str | None = None,
     ) -> None:
+        moto_targets.require()
         self.region = region or "us-west-2"
         self._region_fixed = region is not None
         #: Retry waits (capacity retries wait minutes) are recorded and slept at most 0.05 s.
@@ -95,6 +99,14 @@ class LocalCloud:
     # -- moto, with the gaps filled -----------------------------------------------------------
 
     def __enter__(self) -> LocalCloud:
+        try:
+            self._start()
+        except BaseException:
+            self._stack.close()  # never half-patched: what was replaced is put back
+            raise
+        return self
+
+    def _start(self) -> None:
         from moto import mock_aws
 
         for key, value in {
@@ -125,7 +137,6 @@ class LocalCloud:
         # Before moto goes: every real job's hosts are killed when the cloud closes.
         self._stack.callback(self.training.close)
         self.lambdas.set_stop_hook(self._stop_current)
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
@@ -303,6 +314,11 @@ class LocalCloud:
         self.training.end(name, outcome)
         self.settle()
 
+    def interrupt_training_job(self, name: str) -> None:
+        """Reclaim a running job's spot instances: every host killed, then the same job
+        started again on fresh hosts with its checkpoints restored (managed spot training)."""
+        self.training.interrupt(name)
+
     def run(
         self,
         state_machine_arn: str | None = None,
@@ -381,6 +397,9 @@ class LocalCloud:
             description = self._drive(
                 execution_arn, stop_execution, reconcile_every, stuck_after, timeout, first_attempt
             )
+        except TimeoutError:
+            give_up(self.client("stepfunctions"), execution_arn, follower)
+            raise
         finally:
             self._current_execution = None
         if follower is not None:

@@ -7,20 +7,21 @@ loop pumps; delivery is never on the thread that emitted the event). A target th
 reached is retried per its ``RetryPolicy``, then sent to its dead-letter queue or dropped.
 ``fire_schedules`` delivers the "Scheduled Event" of every scheduled rule once.
 
-Pattern matching covers what aws-cdk-lib emits and EventBridge documents: exact values
-(strings, numbers, booleans, null), ``prefix``, ``suffix``, ``equals-ignore-case``,
-``anything-but`` (a value, a list, or a ``prefix``/``suffix``), ``exists``, ``numeric`` ranges,
-``wildcard`` and ``$or``. An array in the event matches when any element does.
+Patterns are matched by moto's own matcher (``moto.events``): exact values, ``prefix``,
+``suffix``, ``equals-ignore-case``, ``anything-but``, ``exists``, ``numeric`` ranges, ``cidr``,
+``wildcard`` and ``$or``; an array in the event matches when any element does. A pattern is
+checked first as PutRule checks it (an array of matchers per field, known matchers only).
+Where moto's matcher differs from EventBridge: docs/local-runs.md, "Where moto differs".
 """
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import json
 import threading
 import uuid
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -37,113 +38,57 @@ class DeliveryError(Exception):
 # -- pattern matching ---------------------------------------------------------------------------
 
 
+#: The matchers EventBridge documents, each with the kinds of argument it takes.
+MATCHERS = (
+    "prefix", "suffix", "equals-ignore-case", "wildcard", "numeric", "anything-but", "exists",
+    "cidr",
+)  # fmt: skip
+
+
 def matches(pattern: dict[str, Any], event: dict[str, Any]) -> bool:
-    """Whether ``event`` matches the EventBridge ``pattern``."""
+    """Whether ``event`` matches the EventBridge ``pattern``, by moto's matcher (``moto.events``).
+
+    The pattern is checked first, as PutRule checks it (moto's matcher takes an unknown matcher
+    for a match): ``ValueError`` says what is wrong."""
+    _check_pattern(pattern)
+    return bool(_compiled(json.dumps(pattern, sort_keys=True)).matches_event(event))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> Any:
+    from moto.events.models import EventPattern
+
+    return EventPattern.load(pattern)
+
+
+def _check_pattern(pattern: dict[str, Any], path: str = "") -> None:
     for key, expected in pattern.items():
+        where = f"{path}.{key}" if path else key
         if key == "$or":
-            if not any(matches(branch, event) for branch in expected):
-                return False
-            continue
-        present = isinstance(event, dict) and key in event
-        value = event.get(key) if isinstance(event, dict) else None
-        if isinstance(expected, dict):
-            if not _matches_nested(expected, value, present):
-                return False
+            for branch in expected:
+                _check_pattern(branch, path)
+        elif isinstance(expected, dict):
+            _check_pattern(expected, where)
         elif isinstance(expected, list):
-            if not _matches_field(expected, value, present):
-                return False
+            for matcher in expected:
+                if isinstance(matcher, dict):
+                    _check_matcher(matcher, where)
         else:
             raise ValueError(
-                f"event pattern field {key!r}: {expected!r} is neither an object nor an array "
+                f"event pattern field {where!r}: {expected!r} is neither an object nor an array "
                 'of matchers; EventBridge requires an array, e.g. ["value"]'
             )
-    return True
 
 
-def _matches_nested(pattern: dict[str, Any], value: Any, present: bool) -> bool:
-    if isinstance(value, list):
-        return any(_matches_nested(pattern, item, True) for item in value)
-    if present and isinstance(value, dict):
-        return matches(pattern, value)
-    # An absent object matches only a pattern of absent fields.
-    return (
-        all(
-            isinstance(matchers, list) and _matches_field(matchers, None, False)
-            for key, matchers in pattern.items()
-            if key != "$or"
-        )
-        and "$or" not in pattern
-    )
-
-
-def _matches_field(matchers: list[Any], value: Any, present: bool) -> bool:
-    values = value if isinstance(value, list) else [value]
-    for matcher in matchers:
-        if isinstance(matcher, dict) and "exists" in matcher:
-            if bool(matcher["exists"]) == present:
-                return True
-            continue
-        if not present:
-            continue
-        if any(_matches_value(matcher, item) for item in values):
-            return True
-    return False
-
-
-def _matches_value(matcher: Any, value: Any) -> bool:
-    if not isinstance(matcher, dict):
-        return _equal(matcher, value)
-    ((kind, argument),) = matcher.items()
-    if kind == "prefix":
-        return _string_test(argument, value, str.startswith)
-    if kind == "suffix":
-        return _string_test(argument, value, str.endswith)
-    if kind == "equals-ignore-case":
-        return isinstance(value, str) and value.casefold() == str(argument).casefold()
-    if kind == "wildcard":
-        return isinstance(value, str) and fnmatch.fnmatchcase(value, str(argument))
-    if kind == "numeric":
-        return _numeric(argument, value)
-    if kind == "anything-but":
-        if isinstance(argument, dict):
-            return not _matches_value(argument, value)
-        excluded = argument if isinstance(argument, list) else [argument]
-        return not any(_equal(item, value) for item in excluded)
-    raise ValueError(
-        f"event pattern matcher {kind!r} is not supported by the local runner; supported: "
-        "prefix, suffix, equals-ignore-case, wildcard, numeric, anything-but, exists"
-    )
-
-
-def _string_test(argument: Any, value: Any, test: Callable[[str, str], bool]) -> bool:
-    if not isinstance(value, str):
-        return False
-    if isinstance(argument, dict) and "equals-ignore-case" in argument:
-        return test(value.casefold(), str(argument["equals-ignore-case"]).casefold())
-    return test(value, str(argument))
-
-
-def _equal(expected: Any, value: Any) -> bool:
-    numbers = (int, float)
-    if isinstance(expected, bool) or isinstance(value, bool):
-        return expected is value
-    if isinstance(expected, numbers) and isinstance(value, numbers):
-        return float(expected) == float(value)
-    return bool(expected == value)
-
-
-def _numeric(conditions: Sequence[Any], value: Any) -> bool:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return False
-    tests: dict[str, Callable[[float, float], bool]] = {
-        "=": lambda a, b: a == b,
-        "<": lambda a, b: a < b,
-        "<=": lambda a, b: a <= b,
-        ">": lambda a, b: a > b,
-        ">=": lambda a, b: a >= b,
-    }
-    pairs = zip(conditions[0::2], conditions[1::2], strict=True)
-    return all(tests[operator](float(value), float(bound)) for operator, bound in pairs)
+def _check_matcher(matcher: dict[str, Any], where: str) -> None:
+    for kind, argument in matcher.items():
+        if kind not in MATCHERS:
+            raise ValueError(
+                f"event pattern field {where!r}: matcher {kind!r} is not one EventBridge "
+                f"has; it has: {', '.join(MATCHERS)}"
+            )
+        if kind == "anything-but" and isinstance(argument, dict):
+            _check_matcher(argument, where)
 
 
 # -- rules, targets, deliveries -----------------------------------------------------------------

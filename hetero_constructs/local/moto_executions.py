@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from hetero_constructs.local.moto_errors import service_error
 from hetero_constructs.local.patching import Patches, aws_timestamp
 
 #: Called with (execution, status) when a standard execution starts or ends.
@@ -21,37 +22,36 @@ StatusListener = Callable[[Any, str], None]
 
 
 def nested_executions(patches: Patches) -> None:
+    """A ``.sync`` / ``.sync:2`` child is stopped when its parent stops waiting for it because
+    the parent was stopped, timed out or failed (moto lets it run on)."""
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_sfn as module,
     )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import (
+        ResourceCondition,
+    )
 
     sfn_class = module.StateTaskServiceSfn
+    evaluate = sfn_class._eval_integration_pattern
+    waits_for_child = (ResourceCondition.Sync, ResourceCondition.Sync2)
 
-    def remembering_child(build: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
-            started = env.stack[-1] if env.stack else {}
-            resolver = build(task, env, *args, **kwargs)
-            if resolver is not None and isinstance(started, dict):
-                resolver.child_execution_arn = started.get("ExecutionArn")
-            return resolver
-
-        return wrapped
-
-    for name in ("_build_sync_resolver", "_build_sync2_resolver"):
-        patches.replace(sfn_class, name, remembering_child(getattr(sfn_class, name)))
-
-    eval_sync = sfn_class._eval_sync
-
-    def eval_sync_stopping_child(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+    def evaluate_stopping_child(
+        task: Any,
+        env: Any,
+        resource_runtime_part: Any,
+        normalised_parameters: Any,
+        state_credentials: Any,
+    ) -> None:
+        # StartExecution's answer, which the integration pattern reads first.
+        started = env.stack[-1] if env.stack else None
+        child = started.get("ExecutionArn") if isinstance(started, dict) else None
         try:
-            return eval_sync(task, env, *args, **kwargs)
+            evaluate(task, env, resource_runtime_part, normalised_parameters, state_credentials)
         finally:
-            resolver = kwargs.get("sync_resolver")
-            child = getattr(resolver, "child_execution_arn", None)
-            if child and not env.is_running():
+            if child and task.resource.condition in waits_for_child and not env.is_running():
                 _stop_child(child)
 
-    patches.replace(sfn_class, "_eval_sync", eval_sync_stopping_child)
+    patches.replace(sfn_class, "_eval_integration_pattern", evaluate_stopping_child)
 
 
 def _stop_child(execution_arn: str) -> None:
@@ -252,10 +252,26 @@ def status_changes(patches: Patches, report: StatusReporter) -> None:
     patches.replace(module.BaseExecutionWorkerCommunication, "terminated", terminated_reporting)
 
 
-def task_callbacks(patches: Patches) -> None:
+#: Why a token is refused before it is answered (raise the error), or None to answer it.
+TokenCheck = Callable[[str], None]
+#: What a token moto does not know answers (raise the error), or None for InvalidToken.
+UnknownToken = Callable[[Any, str], None]
+
+
+class TokenAnswers:
+    """The checks SendTaskSuccess and SendTaskFailure make around ``task_callbacks``'s answer:
+    ``refusals`` run first (``moto_heartbeats``: a closed task), ``unknown`` when no running
+    execution knows the token (``moto_redrive``: a token of a run before a redrive). One
+    replacement of each backend method holds them all."""
+
+    def __init__(self) -> None:
+        self.refusals: list[TokenCheck] = []
+        self.unknown: list[UnknownToken] = []
+
+
+def task_callbacks(patches: Patches, answers: TokenAnswers) -> None:
     """SendTaskFailure keeps its cause; a token of a stopped execution is gone, not invalid;
-    a token answers once."""
-    from moto.core.exceptions import AWSError
+    a token answers once; an execution started without a name gets one."""
     from moto.stepfunctions.exceptions import InvalidToken
     from moto.stepfunctions.parser.asl.eval.callback.callback import (
         CallbackConsumerTimeout,
@@ -276,17 +292,11 @@ def task_callbacks(patches: Patches) -> None:
         )
         return EmptyResult()
 
-    class TaskDoesNotExist(AWSError):
-        TYPE = "TaskDoesNotExist"
-        STATUS = 400
-
-    class TaskTimedOut(AWSError):
-        TYPE = "TaskTimedOut"
-        STATUS = 400
-
     answering = threading.Lock()
 
     def notify(backend: Any, task_token: str, outcome: Any) -> None:
+        for refusal in answers.refusals:
+            refusal(task_token)
         # Every execution's tokens (moto looks only at running ones for success), and errors
         # with their messages (moto raises them without one, which fails in the response).
         for execution in backend._get_executions():
@@ -298,13 +308,17 @@ def task_callbacks(patches: Patches) -> None:
                     endpoint = env.callback_pool_manager.get(task_token)
                     if endpoint is not None and endpoint.get_outcome() is not None:
                         # The service closes a task at its first answer.
-                        raise TaskTimedOut("Task Timed Out: 'Provided task does not exist anymore'")
+                        raise service_error("TaskTimedOut", _GONE)
                     if env.callback_pool_manager.notify(callback_id=task_token, outcome=outcome):
                         return
             except CallbackNotifyConsumerError as consumer_error:
                 if isinstance(consumer_error.callback_consumer_error, CallbackConsumerTimeout):
-                    raise TaskTimedOut("Task Timed Out: the task has timed out") from None
-                raise TaskDoesNotExist("Provided task does not exist anymore") from None
+                    raise service_error(
+                        "TaskTimedOut", "Task Timed Out: the task has timed out"
+                    ) from None
+                raise service_error("TaskDoesNotExist", _GONE_NOW) from None
+        for unknown in answers.unknown:
+            unknown(backend, task_token)
         raise InvalidToken()
 
     def send_task_success(backend: Any, task_token: str, outcome: str) -> None:
@@ -333,6 +347,10 @@ def task_callbacks(patches: Patches) -> None:
     patches.replace(StepFunctionsParserBackend, "send_task_success", send_task_success)
     patches.replace(StepFunctionsParserBackend, "send_task_failure", send_task_failure_backend)
     patches.replace(StepFunctionsParserBackend, "start_execution", start_execution_named)
+
+
+_GONE = "Task Timed Out: 'Provided task does not exist anymore'"
+_GONE_NOW = "Provided task does not exist anymore"
 
 
 def fresh_token_per_attempt(patches: Patches) -> None:
@@ -376,6 +394,9 @@ def fresh_token_per_attempt(patches: Patches) -> None:
 __all__ = [
     "StatusListener",
     "StatusReporter",
+    "TokenAnswers",
+    "TokenCheck",
+    "UnknownToken",
     "context_object",
     "fresh_token_per_attempt",
     "nested_executions",

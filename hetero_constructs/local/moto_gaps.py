@@ -1,7 +1,8 @@
-"""Where moto 5.2.5's Step Functions is thinner than the service, filled in.
+"""Where moto's Step Functions is thinner than the service, filled in.
 
 Each gap is one function that installs its patch through ``Patches`` (undone when the local cloud
-closes). What each one fixes, checked against moto 5.2.5's sources:
+closes). What each one fixes, checked against the sources of moto 5.2.5 and 5.2.6 (every
+target is declared, and checked at start, in ``moto_targets``):
 
 - JSONata: moto evaluates it through a JVM bridge that is absent here (its
   ``eval_jsonata_expression`` calls ``None``); the pure-Python ``jsonata-python`` takes its place.
@@ -43,6 +44,12 @@ closes). What each one fixes, checked against moto 5.2.5's sources:
   see ``moto_map_runs``.
 - ``ToleratedFailurePercentage`` may be an integer, as aws-cdk-lib renders it (moto's grammar
   takes only a number with a decimal point and refuses the definition); see ``moto_map_runs``.
+- A ``States.*`` error passed on keeps its name: a Fail state whose ``Error`` / ``ErrorPath``
+  gives ``States.Timeout`` (a caught task timeout, re-raised), and a Parallel branch, Map
+  iteration or child execution that failed with one, fail with it (moto refuses ``States.``
+  names there and fails with ``States.Runtime``); see ``moto_errors``.
+- A task whose ``HeartbeatSeconds`` elapse fails with ``States.HeartbeatTimeout`` (moto:
+  ``States.Timeout``); see ``moto_errors``.
 - RedriveExecution (moto has none): a FAILED, ABORTED or TIMED_OUT execution goes on from the
   top-level state it ended in, under the same ARN, with ``redriveCount`` and ``redriveDate`` in
   DescribeExecution, an ``ExecutionRedriven`` event and its RUNNING status reported again; a
@@ -58,9 +65,11 @@ import json
 import logging
 from typing import Any
 
+from hetero_constructs.local.moto_errors import heartbeat_timeouts, states_errors_passed_on
 from hetero_constructs.local.moto_executions import (
     StatusListener,
     StatusReporter,
+    TokenAnswers,
     context_object,
     fresh_token_per_attempt,
     nested_executions,
@@ -119,15 +128,18 @@ def install(
     context_object(patches)
     stop_execution(patches, report)
     status_changes(patches, report)
-    task_callbacks(patches)
+    answers = TokenAnswers()
+    task_callbacks(patches, answers)
     fresh_token_per_attempt(patches)
     callback_tasks = CallbackTasks()
     callback_tasks.track(patches)
     task_heartbeats(patches, callback_tasks)
-    closed_task_reports(patches, callback_tasks)  # after task_callbacks: it guards its reports
+    closed_task_reports(answers, callback_tasks)
     tolerated_failures(patches)
     integer_percentages(patches)
-    redrive_execution(patches, report)
+    redrive_execution(patches, report, answers)
+    states_errors_passed_on(patches)
+    heartbeat_timeouts(patches)
 
 
 # -- JSONata -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Closed callback tasks as the service treats them, in moto 5.2.5's interpreter.
+"""Closed callback tasks as the service treats them, in moto's interpreter (5.2.5, 5.2.6).
 
 The service closes a task that waits on its token when it is answered, when it times out, when
 its Parallel branch or Map iteration is cancelled (a sibling branch or another iteration
@@ -25,6 +25,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from hetero_constructs.local.moto_errors import service_error
+from hetero_constructs.local.moto_executions import TokenAnswers
 from hetero_constructs.local.patching import Patches
 
 _CLOSED_MESSAGE = "Task Timed Out: 'Provided task does not exist anymore'"
@@ -70,21 +72,9 @@ class CallbackTasks:
         return env, env is not None and not returned and env.is_running()
 
 
-def _task_timed_out() -> type[Exception]:
-    from moto.core.exceptions import AWSError
-
-    class TaskTimedOut(AWSError):
-        TYPE = "TaskTimedOut"
-        STATUS = 400
-
-    return TaskTimedOut
-
-
 def task_heartbeats(patches: Patches, tasks: CallbackTasks) -> None:
     from moto.stepfunctions.exceptions import InvalidToken
     from moto.stepfunctions.parser.models import StepFunctionsParserBackend
-
-    timed_out = _task_timed_out()
 
     def send_task_heartbeat(backend: Any, task_token: str) -> None:
         env, waits = tasks.frame(task_token)
@@ -94,40 +84,28 @@ def task_heartbeats(patches: Patches, tasks: CallbackTasks) -> None:
                 endpoint.notify_heartbeat()  # resets a HeartbeatSeconds timer, if the task has one
                 return
         if env is not None:
-            raise timed_out(_CLOSED_MESSAGE)
+            raise service_error("TaskTimedOut", _CLOSED_MESSAGE)
         raise InvalidToken()
 
     patches.replace(StepFunctionsParserBackend, "send_task_heartbeat", send_task_heartbeat)
 
 
-def closed_task_reports(patches: Patches, tasks: CallbackTasks) -> None:
-    """Install after ``moto_executions.task_callbacks``: it guards the reports that one answers."""
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
+def closed_task_reports(answers: TokenAnswers, tasks: CallbackTasks) -> None:
+    """SendTaskSuccess and SendTaskFailure refuse the token of a task closed by its state (see
+    the module docstring); ``moto_executions.task_callbacks`` makes the check."""
 
-    timed_out = _task_timed_out()
-
-    def closed_by_its_state(task_token: str) -> bool:
+    def refuse_closed(task_token: str) -> None:
         env, waits = tasks.frame(task_token)
         if env is None or waits:
-            return False
+            return
         endpoint = env.callback_pool_manager.get(task_token)
         if endpoint is None or endpoint.consumer_error is not None:
-            return False  # its execution ended: TaskDoesNotExist, as task_callbacks answers
+            return  # its execution ended: TaskDoesNotExist, as task_callbacks answers
         # Answered already: task_callbacks answers a second report. Never answered: closed.
-        return endpoint.get_outcome() is None
+        if endpoint.get_outcome() is None:
+            raise service_error("TaskTimedOut", _CLOSED_MESSAGE)
 
-    def guarded(send: Any) -> Any:
-        def send_unless_closed(backend: Any, task_token: str, *args: Any, **kwargs: Any) -> Any:
-            if closed_by_its_state(task_token):
-                raise timed_out(_CLOSED_MESSAGE)
-            return send(backend, task_token, *args, **kwargs)
-
-        return send_unless_closed
-
-    for name in ("send_task_success", "send_task_failure"):
-        patches.replace(
-            StepFunctionsParserBackend, name, guarded(getattr(StepFunctionsParserBackend, name))
-        )
+    answers.refusals.append(refuse_closed)
 
 
 __all__ = ["CallbackTasks", "closed_task_reports", "task_heartbeats"]

@@ -1,4 +1,4 @@
-"""A Distributed Map's tolerated failures as the service counts them, in moto 5.2.5's interpreter.
+"""A Distributed Map's tolerated failures as the service counts them, in moto's interpreter.
 
 The service fails a Map Run with ``States.ExceedToleratedFailureThreshold`` once its failed (or
 timed-out) items exceed ``ToleratedFailureCount``, or their share of all items exceeds

@@ -1,4 +1,4 @@
-"""RedriveExecution, which moto 5.2.5 does not have, as the service runs it.
+"""RedriveExecution, which moto (5.2.5, 5.2.6) does not have, as the service runs it.
 
 The service (Step Functions API reference, RedriveExecution; developer guide, "Redriving
 executions"): a FAILED, ABORTED or TIMED_OUT standard execution goes on from the state it did not
@@ -34,7 +34,8 @@ import threading
 import time
 from typing import Any
 
-from hetero_constructs.local.moto_executions import StatusReporter
+from hetero_constructs.local.moto_errors import service_error
+from hetero_constructs.local.moto_executions import StatusReporter, TokenAnswers
 from hetero_constructs.local.patching import Patches, aws_timestamp
 
 #: The service's reasons (DescribeExecution's ``redriveStatusReason``) for the statuses that
@@ -69,18 +70,12 @@ def redrive_fields(execution: Any) -> dict[str, Any]:
     return fields
 
 
-def redrive_execution(patches: Patches, report: StatusReporter) -> None:
+def redrive_execution(patches: Patches, report: StatusReporter, answers: TokenAnswers) -> None:
     """Install RedriveExecution and the redrive members of DescribeExecution and
     ListExecutions (see this module's docstring)."""
-    from moto.core.exceptions import AWSError
     from moto.core.responses import ActionResult
     from moto.stepfunctions.parser.asl.component.state.state import CommonStateField
-    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
     from moto.stepfunctions.responses import StepFunctionResponse
-
-    class ExecutionNotRedrivable(AWSError):
-        TYPE = "ExecutionNotRedrivable"
-        STATUS = 400
 
     eval_body = CommonStateField._eval_body
 
@@ -109,7 +104,7 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
         with redriving:
             reason = redrive_reason(execution)
             if reason is not None:
-                raise ExecutionNotRedrivable(f"{reason}: '{arn}'")
+                raise service_error("ExecutionNotRedrivable", f"{reason}: '{arn}'")
             redrive_date = datetime.datetime.now(tz=datetime.UTC)
             run = _restart(execution, redrive_date, parts)
         report.redriven(execution)
@@ -140,9 +135,7 @@ def redrive_execution(patches: Patches, report: StatusReporter) -> None:
             items.append({**item, **{k: v for k, v in fields.items() if k in _LISTED}})
         return ActionResult({**result.result, "executions": items})
 
-    for name in ("send_task_success", "send_task_failure"):
-        answer = getattr(StepFunctionsParserBackend, name)
-        patches.replace(StepFunctionsParserBackend, name, _ended_runs_tokens_gone(answer))
+    answers.unknown.append(_ended_runs_token)
     patches.replace(CommonStateField, "_eval_body", remembering_entry)
     patches.replace(StepFunctionResponse, "redrive_execution", redrive)
     patches.replace(StepFunctionResponse, "describe_execution", describe_with_redrive)
@@ -156,27 +149,13 @@ _LISTED = ("redriveCount", "redriveDate")
 _END_REPORTED_WITHIN = 60.0
 
 
-def _ended_runs_tokens_gone(answer: Any) -> Any:
+def _ended_runs_token(backend: Any, task_token: str) -> None:
     """A token of a run that ended before a redrive still answers ``TaskDoesNotExist``, as it
     did before the redrive (the backend looks only at each execution's current run)."""
-    from moto.core.exceptions import AWSError
-    from moto.stepfunctions.exceptions import InvalidToken
-
-    class TaskDoesNotExist(AWSError):
-        TYPE = "TaskDoesNotExist"
-        STATUS = 400
-
-    def answering(backend: Any, task_token: str, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return answer(backend, task_token, *args, **kwargs)
-        except InvalidToken:
-            for execution in backend._get_executions():
-                for env in getattr(execution, "ended_runs", ()):
-                    if env.callback_pool_manager.get(task_token) is not None:
-                        raise TaskDoesNotExist("Provided task does not exist anymore") from None
-            raise
-
-    return answering
+    for execution in backend._get_executions():
+        for env in getattr(execution, "ended_runs", ()):
+            if env.callback_pool_manager.get(task_token) is not None:
+                raise service_error("TaskDoesNotExist", "Provided task does not exist anymore")
 
 
 class _PartOutputs:

@@ -8,21 +8,49 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+from hetero_constructs.local.moto_targets import require, unfit
+
 
 class Patches:
-    """Replaced attributes, restored in reverse order when the stack closes."""
+    """Replaced attributes of moto, restored in reverse order when the stack closes.
+
+    Made only when the installed moto has every target of ``moto_targets`` as declared (else
+    ``UnsupportedMoto``, before anything is replaced); each replacement must be one of
+    ``moto_targets.REPLACED``, and is made once.
+    """
 
     def __init__(self, stack: contextlib.ExitStack) -> None:
         self._stack = stack
+        self._checked = require()
+        self._replaced: set[tuple[Any, str]] = set()
 
     def replace(self, owner: Any, name: str, replacement: Any) -> Any:
-        """Set ``owner.name`` to ``replacement``; return the original."""
+        """Set ``owner.name`` to ``replacement``; return the original (None where moto has
+        none: the target is declared ``absent``)."""
+        key = (owner, name)
+        target = self._checked.get(key)
+        if target is None:
+            raise LookupError(
+                f"{getattr(owner, '__qualname__', owner)}.{name} is not declared in "
+                "moto_targets.REPLACED: declare it there, with the shape the replacement is "
+                "written for, so that the local account checks it at start"
+            )
+        if key in self._replaced:
+            raise LookupError(f"{target.name} is replaced twice: wrap it once")
+        self._replaced.add(key)
         missing = object()
-        original = owner.__dict__.get(name, missing) if isinstance(owner, type) else missing
-        if original is missing:
-            original = getattr(owner, name, missing)
+        current = getattr(owner, name, None)
+        if callable(current) and callable(replacement):
+            problem = unfit(current, replacement)
+            if problem is not None:
+                raise TypeError(f"the replacement of {target.name} {problem}")
+        # A class's own attribute is put back; one it inherits is hidden, then unhidden.
+        saved = owner.__dict__.get(name, missing) if isinstance(owner, type) else missing
+        if saved is missing and not isinstance(owner, type):
+            saved = getattr(owner, name, missing)
+        original = getattr(owner, name, missing) if saved is missing else saved
         setattr(owner, name, replacement)
-        self._stack.callback(_restore, owner, name, original, missing)
+        self._stack.callback(_restore, owner, name, saved, missing)
         return None if original is missing else original
 
 

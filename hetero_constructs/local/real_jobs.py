@@ -32,6 +32,7 @@ class RealJobs:
         self._root = root
         self._jobs: dict[str, LocalJob] = {}
         self._metrics: dict[str, JobMetrics] = {}
+        self._count = 0
         self._lock = threading.Lock()
         #: Which Python runs the entry points (``--python``); this one by default.
         self.python: str = sys.executable
@@ -58,7 +59,8 @@ class RealJobs:
             metrics.line(moment, text)
 
         with self._lock:
-            root = self._root() / f"{name}-{len(self._jobs) + 1}"
+            self._count += 1  # a restarted job (spot) gets fresh hosts
+            root = self._root() / f"{name}-{self._count}"
             job = LocalJob(
                 name,
                 request,
@@ -71,7 +73,7 @@ class RealJobs:
                 environment=self.environment,
             )
             self._jobs[name] = job
-            self._metrics[name] = metrics
+            metrics = self._metrics.setdefault(name, metrics)  # a restart keeps the values
         job.start()
         return job
 

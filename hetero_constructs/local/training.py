@@ -76,6 +76,7 @@ class TrainingJobs:
         #: Where real jobs' hosts get their folders (set by the local cloud).
         self.scratch: Path | None = None
         self.real = RealJobs(self._logs, self._scratch)
+        self._interrupted: set[str] = set()
 
     def _scratch(self) -> Path:
         if self.scratch is None:
@@ -113,6 +114,8 @@ class TrainingJobs:
         with self._lock:
             attempt = self.attempt(name)
             if not attempt.simulated:
+                if name in self._interrupted:
+                    return False  # its hosts are being replaced
                 job = self.real.job(name)
                 return job is None or job.finished.is_set()
             if attempt.status == "Stopping" or attempt.created is None:
@@ -353,6 +356,31 @@ class TrainingJobs:
         job.training_time_in_seconds = job.billable_time_in_seconds = seconds
         if start is None:
             job.training_start_time = None
+
+    def interrupt(self, name: str) -> None:
+        """A spot reclaim of a running real job, as managed spot training handles it: every
+        host killed at once (checkpoints copied so far are kept), secondary status
+        ``Interrupted``, then the same job starts again on fresh hosts (``Starting``), its
+        checkpoints restored. ``ValueError`` for a job that is not running for real."""
+        with self._lock:
+            attempt = self.attempt(name)
+            running = None if attempt.simulated else self.real.job(name)
+            if attempt.status != "InProgress" or running is None:
+                raise ValueError(
+                    f"training job {name} cannot be interrupted: it is {attempt.status}"
+                    + (" (a drill: no host runs)" if attempt.simulated else "")
+                )
+            self._interrupted.add(name)
+        running.kill("Interrupted")
+        running.wait(60)
+        with self._lock:
+            self._interrupted.discard(name)
+            job = self._backend.training_jobs[name]
+            at = _now(job)
+            self._enter(attempt, Stage("Interrupted", "Job interrupted due to Spot reclaim", at))
+            self._enter(attempt, Stage("Starting", "Launching requested ML instances", _now(job)))
+            epoch = int(as_utc(job.creation_time).timestamp())
+            self.real.start(name, attempt.request, epoch, self._real_stage)
 
     def _real_stage(self, name: str, status: str, moment: datetime, message: str) -> None:
         """A real job entered a stage (from its watching thread)."""

@@ -275,3 +275,37 @@ def test_no_host_outlives_a_killed_command(stacks: Any, tmp_path: Path) -> None:
         command.kill()
         command.wait()
     wait_until(lambda: not [pid for pid in pids if alive(pid)], 30, "the hosts to die")
+
+
+def test_a_spot_reclaim_restarts_the_job_from_its_checkpoints(tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    with LocalCloud("us-west-2") as local:
+        s3, sagemaker = local.client("s3"), local.client("sagemaker")
+        s3.create_bucket(
+            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
+        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        hps = {"marks": str(marks), "mode": "resume"}
+        checkpoints = "s3://bucket/checkpoints/spot"
+        sagemaker.create_training_job(
+            **request("spot", "bucket", hyperparameters=hps, checkpoints=checkpoints)
+        )
+        wait_until(lambda: (marks / "algo-1.started1").exists(), 60, "the first start")
+        first = marked_pids(marks)
+        local.interrupt_training_job("spot")
+        assert not [pid for pid in first if alive(pid)]  # every host killed at once
+
+        def described() -> dict[str, Any]:
+            return dict(sagemaker.describe_training_job(TrainingJobName="spot"))
+
+        drive(local, lambda: described()["TrainingJobStatus"] != "InProgress")
+        job = described()
+        assert job["TrainingJobStatus"] == "Completed"
+        statuses = [t["Status"] for t in job["SecondaryStatusTransitions"]]
+        assert statuses == [
+            "Starting", "Downloading", "Training", "Interrupted",
+            "Starting", "Downloading", "Training", "Uploading", "Completed",
+        ]  # fmt: skip
+        assert (marks / "algo-1.started2").exists()  # restored: it counted on from 1
+        assert "count=2" in _lines(local, "spot")["algo-1"]

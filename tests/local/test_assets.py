@@ -109,3 +109,14 @@ def test_the_command_line_names_the_missing_asset(
     err = capsys.readouterr().err
     assert code == 1
     assert bundle.name in err and "Traceback" not in err, err
+
+
+def test_a_served_account_holds_the_assets_of_its_stacks(example: Synthesized) -> None:
+    from hetero_constructs.local.account import LocalAccount
+
+    template = example.outdir / f"{STACK}.template.json"
+    with LocalAccount([template], port=0) as account:
+        bundle = next(example.outdir.glob("asset.*.tar.gz"))
+        key = bundle.name.removeprefix("asset.").removesuffix(".tar.gz") + ".gz"
+        bucket = f"cdk-hnb659fds-assets-123456789012-{account.region}"
+        assert _s3_object(f"s3://{bucket}/{key}") == bundle.read_bytes()

@@ -82,3 +82,20 @@ def test_the_snapshot_plugin_reads_the_locked_aws_cdk_lib() -> None:
     assert locked_version("aws-cdk-lib") == LOCK["aws-cdk-lib"]
     with pytest.raises(LookupError, match="pins no"):
         locked_version("no-such-package")
+
+
+def test_moto_range_is_the_tested_range() -> None:
+    """The local account reaches into moto's internals, which a patch release can move: the
+    range admits only what CI runs the suite on, the minimum's moto to the lock's."""
+    for item in DECLARED:
+        if item.name != "moto":
+            continue
+        specifier = item.requirement.specifier
+        after_lock = pins.Version(
+            f"{LOCK['moto'].major}.{LOCK['moto'].minor}.{LOCK['moto'].micro + 1}"
+        )
+        assert MINIMUM["moto"] < LOCK["moto"], "the minimum and the lock test the same moto"
+        assert item.floor == MINIMUM["moto"], item.requirement
+        assert not specifier.contains(after_lock), (
+            f"{item.requirement} admits untested {after_lock}"
+        )

@@ -171,10 +171,11 @@ class LocalJob:
                 for host in self._hosts:
                     host.signal(signal.SIGTERM)
 
-    def kill(self) -> None:
-        """Every process of every host killed at once (the local cloud is closing)."""
+    def kill(self, secondary: str = "Stopped") -> None:
+        """Every process of every host killed at once (the local cloud is closing; a spot
+        reclaim: ``secondary`` ``Interrupted``, no artifacts are uploaded)."""
         with self._lock:
-            self._stop_reason = self._stop_reason or "Stopped"
+            self._stop_reason = self._stop_reason or secondary
             self._stop_at = time.monotonic() - self.grace
             for host in self._hosts:
                 host.signal(signal.SIGKILL)
@@ -350,6 +351,8 @@ class LocalJob:
 
     def _end(self, hosts: Cluster, failed: _HostProcess | None, trained_from: datetime) -> Ending:
         output = str((self.request.get("OutputDataConfig") or {}).get("S3OutputPath") or "")
+        if self._stop_reason == "Interrupted":  # the instances are gone: nothing is uploaded
+            return Ending("Stopped", self._stop_reason, None, trained_from, now())
         if self._stop_reason is not None:
             model = self._artifacts(hosts, output)
             return Ending("Stopped", self._stop_reason, None, trained_from, now(), model)
