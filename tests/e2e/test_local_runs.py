@@ -67,8 +67,10 @@ def test_training_failure_carries_the_failure_reason(cloud: tuple[LocalCloud, st
 
 
 def test_bad_override_fails_with_violations_and_creates_no_job(
-    cloud: tuple[LocalCloud, str],
+    cloud: tuple[LocalCloud, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from hetero_constructs.cli import main
+
     local, machine = cloud
     result = local.run(
         machine,
@@ -85,6 +87,13 @@ def test_bad_override_fails_with_violations_and_creates_no_job(
     violations = cause["violations"]
     assert {v["rule"] for v in violations} == {"OVERRIDE-CHANNEL", "OVERRIDE-UNKNOWN-KEY"}
     assert result.training_jobs == []
+    # status shows the cause as readable fields, the violations one per line: no JSON blob.
+    assert main(["status", "bad"]) == 0
+    shown = capsys.readouterr().out
+    (reason,) = [line for line in shown.splitlines() if "failure reason" in line]
+    assert "HeteroTraining.InvalidOverrides: The execution input breaks the spec" in reason
+    assert "{" not in reason
+    assert sum("violation" in line and "OVERRIDE-" in line for line in shown.splitlines()) == 2
     # An override that parses but breaks a rule is caught by the same rules as at synth.
     result = local.run(machine, {"hyperparameters": {"sagemaker_program": "evil.py"}}, name="bad-2")
     assert result.status == "FAILED"
