@@ -19,6 +19,8 @@ otherwise.
 - peers, same batches (32 x 3 x 32 x 32 float32 images and int64 labels) and 2 producers:
   AWS's gRPC-pickle sample pattern and tf.data service (``bench_data_peers.py``; each runs
   where its package is installed, else the line says why);
+- resume: from a fresh data host's start to the first batch of an epoch resumed from a
+  ``state_dict()`` saved mid-epoch (where ``RemoteBatches`` has one);
 - how long a data host takes to exit after the trainers finish, and after they vanish (a
   trainer process killed with SIGKILL; ``idle_timeout`` 2 s).
 Usage: ``.venv/bin/python benchmarks/bench_data.py [--rounds 5]`` (for the gRPC peer, run it

@@ -120,6 +120,9 @@ def __getattr__(name: str) -> Any:
         # Subpackages (``import hetero_constructs.spec``) are found by the import system.
         raise AttributeError(f"module 'hetero_constructs' has no attribute {name!r}")
     module, _, defined_as = where.partition(":")
+    if module == "hetero_constructs.spec.training":
+        # The spec-file reader installs the reading of the SDK's dict forms into TrainingSpec.
+        importlib.import_module("hetero_constructs.spec.file.reader")
     value = getattr(importlib.import_module(module), defined_as or name)
     globals()[name] = value  # later lookups skip this function
     return value

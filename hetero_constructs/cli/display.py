@@ -185,17 +185,19 @@ class FollowDisplay:
                     "job": job.name,
                     "attempt": job.attempt,
                     "arn": job.arn,
+                    "instances": job.instances,
                 }
             )
             return
         attempt = f" (attempt {job.attempt})" if job.attempt is not None else ""
+        on = f" on {job.instances_text}" if job.instances_text else ""
         self.console.print(
             Text.assemble(
                 (clock_text(created), "dim"),
                 "  ",
                 ("job       ", "bold magenta"),
                 (job.name, "bold"),
-                f" created{attempt}",
+                f" created{attempt}{on}",
             )
         )
 
@@ -304,6 +306,8 @@ class FollowDisplay:
                 escape(f"job [{marker}]") if marker else "job",
                 Text.assemble(job.name, " (", _styled(job.status), ")"),
             )
+            if job.instances_text:
+                grid.add_row("ran on", Text(job.instances_text))
             if job.model_artifacts:
                 grid.add_row("model artifacts", Text(job.model_artifacts))
             billable = job.billable_seconds(now)

@@ -74,6 +74,8 @@ def status(
         label = f"job (attempt {job.attempt})" if job.attempt is not None else "job"
         rows.append([label, job.name])
         rows.append(["  status", f"{job.status} / {job.secondary_status}"])
+        if job.instances_text:
+            rows.append(["  ran on", job.instances_text])
         if job.transitions:
             last = job.transitions[-1]
             rows.append(

@@ -45,7 +45,7 @@ from hetero_constructs.local.execution_events import (
 from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import Lambdas, install_invoke
 from hetero_constructs.local.patching import Patches, environment_variable
-from hetero_constructs.local.results import ExecutionResult, Follow, start_follow
+from hetero_constructs.local.results import ExecutionResult, Follow, give_up, start_follow
 from hetero_constructs.local.training import Outcome, TrainingJobs
 from hetero_constructs.runs.targets import Entry, deployed_state_machine, template_entries
 
@@ -73,7 +73,6 @@ class LocalCloud:
         simulate: str | Outcome | None = None,
         python: str | None = None,
     ) -> None:
-        # Loud at once: UnsupportedMoto names what the installed moto moved.
         moto_targets.require()
         self.region = region or "us-west-2"
         self._region_fixed = region is not None
@@ -382,12 +381,8 @@ class LocalCloud:
             description = self._drive(
                 execution_arn, stop_execution, reconcile_every, stuck_after, timeout, first_attempt
             )
-        except TimeoutError:  # given up: stopped, so that a follow display sees the end
-            self.client("stepfunctions").stop_execution(
-                executionArn=execution_arn, error="LocalRun.Timeout", cause="timeout passed"
-            )
-            if follower is not None:
-                follower.join(timeout=10)
+        except TimeoutError:
+            give_up(self.client("stepfunctions"), execution_arn, follower)
             raise
         finally:
             self._current_execution = None

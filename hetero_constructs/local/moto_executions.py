@@ -22,37 +22,36 @@ StatusListener = Callable[[Any, str], None]
 
 
 def nested_executions(patches: Patches) -> None:
+    """A ``.sync`` / ``.sync:2`` child is stopped when its parent stops waiting for it because
+    the parent was stopped, timed out or failed (moto lets it run on)."""
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_sfn as module,
     )
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.resource import (
+        ResourceCondition,
+    )
 
     sfn_class = module.StateTaskServiceSfn
+    evaluate = sfn_class._eval_integration_pattern
+    waits_for_child = (ResourceCondition.Sync, ResourceCondition.Sync2)
 
-    def remembering_child(build: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapped(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
-            started = env.stack[-1] if env.stack else {}
-            resolver = build(task, env, *args, **kwargs)
-            if resolver is not None and isinstance(started, dict):
-                resolver.child_execution_arn = started.get("ExecutionArn")
-            return resolver
-
-        return wrapped
-
-    for name in ("_build_sync_resolver", "_build_sync2_resolver"):
-        patches.replace(sfn_class, name, remembering_child(getattr(sfn_class, name)))
-
-    eval_sync = sfn_class._eval_sync
-
-    def eval_sync_stopping_child(task: Any, env: Any, *args: Any, **kwargs: Any) -> Any:
+    def evaluate_stopping_child(
+        task: Any,
+        env: Any,
+        resource_runtime_part: Any,
+        normalised_parameters: Any,
+        state_credentials: Any,
+    ) -> None:
+        # StartExecution's answer, which the integration pattern reads first.
+        started = env.stack[-1] if env.stack else None
+        child = started.get("ExecutionArn") if isinstance(started, dict) else None
         try:
-            return eval_sync(task, env, *args, **kwargs)
+            evaluate(task, env, resource_runtime_part, normalised_parameters, state_credentials)
         finally:
-            resolver = kwargs.get("sync_resolver")
-            child = getattr(resolver, "child_execution_arn", None)
-            if child and not env.is_running():
+            if child and task.resource.condition in waits_for_child and not env.is_running():
                 _stop_child(child)
 
-    patches.replace(sfn_class, "_eval_sync", eval_sync_stopping_child)
+    patches.replace(sfn_class, "_eval_integration_pattern", evaluate_stopping_child)
 
 
 def _stop_child(execution_arn: str) -> None:

@@ -56,12 +56,9 @@ _NORMALISE = "(self, {}, boto_service_name=…, service_action_name=…)"
 REPLACED: tuple[Target, ...] = (
     # moto_executions: nested executions, the context object, StopExecution, status changes,
     # task-token callbacks, a fresh token per attempt
-    Target(f"{_TASK_SERVICE}.state_task_service_sfn", "StateTaskServiceSfn._build_sync_resolver",
+    Target(f"{_TASK_SERVICE}.state_task_service_sfn",
+           "StateTaskServiceSfn._eval_integration_pattern",
            "(self, env, resource_runtime_part, normalised_parameters, state_credentials)"),
-    Target(f"{_TASK_SERVICE}.state_task_service_sfn", "StateTaskServiceSfn._build_sync2_resolver",
-           "(self, env, resource_runtime_part, normalised_parameters, state_credentials)"),
-    Target(f"{_TASK_SERVICE}.state_task_service_sfn", "StateTaskServiceSfn._eval_sync",
-           "(self, env, sync_resolver, timeout_seconds, callback_endpoint, heartbeat_endpoint)"),
     Target(f"{_STATE}.state", "StateData", "TypedDict EnteredTime, Name, RetryCount"),
     Target(f"{_SFN}.parser.backend.execution_worker", "ExecutionData",
            "TypedDict Id, Input, Name, RoleArn, StartTime"),

@@ -37,6 +37,16 @@ def start_follow(
     return thread
 
 
+def give_up(stepfunctions: Any, execution_arn: str, follower: threading.Thread | None) -> None:
+    """A run past its timeout: its execution is stopped, so that a follow display sees its end
+    (instead of polling on after the local cloud closes)."""
+    stepfunctions.stop_execution(
+        executionArn=execution_arn, error="LocalRun.Timeout", cause="the local run's timeout passed"
+    )
+    if follower is not None:
+        follower.join(timeout=10)
+
+
 @dataclass
 class ExecutionResult:
     """What a local run did: the execution's end, its history, and the training jobs it made."""
@@ -90,5 +100,6 @@ __all__ = [
     "Clients",
     "ExecutionResult",
     "Follow",
+    "give_up",
     "start_follow",
 ]

@@ -223,6 +223,32 @@ class TrainingJob:
             for g in resources.get("InstanceGroups") or []
         }
 
+    @property
+    def instances(self) -> list[dict[str, Any]]:
+        """What the job ran on, as its ``ResourceConfig`` says: per instance group (in its
+        order) its name, instance type and count; a homogeneous job's one entry has no group."""
+        resources = self._get("ResourceConfig") or {}
+        groups = resources.get("InstanceGroups") or []
+        if not groups and resources.get("InstanceType"):
+            groups = [resources]
+        return [
+            {
+                "group": group.get("InstanceGroupName"),
+                "instanceType": group.get("InstanceType"),
+                "instanceCount": int(group.get("InstanceCount", 0)),
+            }
+            for group in groups
+        ]
+
+    @property
+    def instances_text(self) -> str:
+        """``data 2 x ml.c5.xlarge, gpu 1 x ml.p4d.24xlarge`` ("" when not known yet)."""
+        parts = []
+        for entry in self.instances:
+            group = f"{entry['group']} " if entry["group"] else ""
+            parts.append(f"{group}{entry['instanceCount']} x {entry['instanceType']}")
+        return ", ".join(parts)
+
     def billable_seconds(self, now: datetime) -> float | None:
         """The service's billable time once known; while training, the time since the
         instances started training (what will be billed, before any spot savings)."""
@@ -254,6 +280,7 @@ class TrainingJob:
             "billableTimeInSeconds": self.billable_seconds(now),
             "instanceCount": self.instance_count,
             "instanceGroups": self.instance_groups,
+            "instances": self.instances,
             "creationTime": self._get("CreationTime"),
             "trainingStartTime": self._get("TrainingStartTime"),
             "trainingEndTime": self._get("TrainingEndTime"),

@@ -24,10 +24,11 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from hetero_constructs.run.metrics import final_metrics
 from hetero_constructs.runs.clients import CLIENT_CONFIG, RunClients, new_session
 from hetero_constructs.runs.execution import (
     TrainingJob,
@@ -103,6 +104,11 @@ class JobStatus:
     model_artifacts: str | None
     billable_seconds: float | None
     instance_groups: dict[str, int]
+    #: What the attempt ran on: per instance group its ``group``, ``instanceType`` and
+    #: ``instanceCount`` (a fallback attempt shows its own types).
+    instances: list[dict[str, Any]] = field(default_factory=list)
+    #: ``FinalMetricDataList`` of a job that ended: metric name -> value.
+    final_metrics: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -136,6 +142,8 @@ def _job_status(job: TrainingJob, now: datetime) -> JobStatus:
         job.model_artifacts,
         job.billable_seconds(now),
         job.instance_groups,
+        job.instances,
+        {value.name: value.value for value in final_metrics(job.description)},
     )
 
 

@@ -9,7 +9,7 @@ The objects only insist on field types, so that every rule can rely on them. Bad
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from typing import Any
 
@@ -22,13 +22,16 @@ from hetero_constructs.spec.schema import (
     STRING,
     STRING_LIST,
     STRING_MAP,
+    SpecField,
     check_fields,
     enum_type,
     object_type,
     objects_type,
+    schema_of,
     spec_field,
     spec_object,
 )
+from hetero_constructs.spec.violations import Violation, raise_if_any
 
 
 class Framework(StrEnum):
@@ -97,7 +100,12 @@ class TrainingSpec:
         doc="The code: a local folder (relative to the spec file) or an s3:// tar.gz.",
     )
     instance_groups: Sequence[InstanceGroup] = spec_field(
-        objects_type(InstanceGroup, "InstanceGroups", shape=GROUPS_SHAPE),
+        objects_type(
+            InstanceGroup,
+            "a list of InstanceGroup (from hetero_constructs import InstanceGroup), or a spec "
+            'file\'s dicts [{"name": ..., "instance_type": ..., "instance_count": ...}]',
+            shape=GROUPS_SHAPE,
+        ),
         default=(),
         doc="The heterogeneous cluster's groups (ResourceConfig.InstanceGroups).",
     )
@@ -108,13 +116,23 @@ class TrainingSpec:
         INTEGER, default=None, doc="The instance count of a homogeneous cluster."
     )
     channels: Sequence[TrainingChannel] = spec_field(
-        objects_type(TrainingChannel, "TrainingChannels", shape=CHANNELS_SHAPE),
+        objects_type(
+            TrainingChannel,
+            "a list of TrainingChannel (from hetero_constructs import TrainingChannel), or the "
+            'SDK\'s fit(inputs=...) dict {"train": "s3://..."}',
+            shape=CHANNELS_SHAPE,
+        ),
         default=(),
         sdk="fit(inputs=...)",
         doc="Input channels by name, each an S3 location and the groups that receive it.",
     )
     distribution: DistributedTraining | None = spec_field(
-        object_type(DistributedTraining, "DistributedTraining", shape=DISTRIBUTION_SHAPE),
+        object_type(
+            DistributedTraining,
+            "a DistributedTraining (from hetero_constructs import DistributedTraining), or the "
+            'SDK\'s distribution dict, e.g. {"torch_distributed": {"enabled": True}}',
+            shape=DISTRIBUTION_SHAPE,
+        ),
         default=None,
         extra_file_keys=("smddp_collective",),
         doc="The SDK's distribution dict: launcher, model parallelism, the group that runs it; "
@@ -166,7 +184,12 @@ class TrainingSpec:
         INTEGER, default=20, doc="The training toolkit's log level (logging's numbers)."
     )
     metric_definitions: Sequence[TrainingMetric] = spec_field(
-        objects_type(TrainingMetric, "MetricDefinitions", shape=METRICS_SHAPE),
+        objects_type(
+            TrainingMetric,
+            "a list of TrainingMetric (from hetero_constructs import TrainingMetric), or the "
+            'SDK\'s [{"Name": ..., "Regex": ...}]',
+            shape=METRICS_SHAPE,
+        ),
         default=(),
         doc='Metrics from the logs: [{"Name": ..., "Regex": ...}].',
     )
@@ -254,6 +277,7 @@ class TrainingSpec:
     )
 
     def __post_init__(self) -> None:
+        _read_sdk_forms(self)
         check_fields(self)
 
     # -- derived views used by rules and the request builder --------------------------------
@@ -265,6 +289,47 @@ class TrainingSpec:
         return None
 
 
+def _in_sdk_form(shape: str, value: Any) -> bool:
+    """Whether a field's value is written as the SDK writes it, not as this API's objects."""
+    if shape in (CHANNELS_SHAPE, DISTRIBUTION_SHAPE):
+        return isinstance(value, Mapping)
+    if not isinstance(value, list | tuple):
+        return False
+    return any(isinstance(item, Mapping) for item in value)
+
+
+#: How a field given in the SDK's dict form is read: the spec-file reader's own code, which
+#: installs it when imported (``spec.file.reader``; the reader is built on this module).
+SdkFormReader = Callable[[SpecField, Any], tuple[Any, list[Violation]]]
+_SDK_FORM_READERS: list[SdkFormReader] = []
+
+
+def install_sdk_form_reader(reader: SdkFormReader) -> None:
+    """Read the SDK's dict forms with ``reader`` (``spec.file.reader.from_sdk_form``)."""
+    _SDK_FORM_READERS[:] = [reader]
+
+
+def _read_sdk_forms(spec: TrainingSpec) -> None:
+    """The fields given in the SDK's dict forms, read as a spec file's (every problem at once,
+    each with its path). Without the reader installed, they are left to the type checks."""
+    if not _SDK_FORM_READERS:
+        return
+    problems: list[Violation] = []
+    for declared in schema_of(TrainingSpec):
+        value = getattr(spec, declared.name)
+        if declared.type.file_shape in _SDK_FORM_SHAPES and _in_sdk_form(
+            declared.type.file_shape, value
+        ):
+            converted, found = _SDK_FORM_READERS[0](declared, value)
+            problems += found
+            object.__setattr__(spec, declared.name, converted)
+    raise_if_any(problems)
+
+
+#: The shapes a Python caller may give in the SDK's (a spec file's) dict form.
+_SDK_FORM_SHAPES = (GROUPS_SHAPE, CHANNELS_SHAPE, DISTRIBUTION_SHAPE, TAGS_SHAPE, METRICS_SHAPE)
+
+
 __all__ = [
     "CHANNELS_SHAPE",
     "DISTRIBUTION_SHAPE",
@@ -274,4 +339,5 @@ __all__ = [
     "Framework",
     "TrainingMetric",
     "TrainingSpec",
+    "install_sdk_form_reader",
 ]

@@ -262,8 +262,10 @@ def test_a_run_that_fails_over_is_shown_as_run_follow_shows_it(
         "execution task failed: HeteroTraining.CapacityError (CapacityError: Unable to provision "
         "requested ML compute capacity.)" in events
     )
-    assert f"{JOB}{names[0]} created (attempt 0)" in timed
-    assert f"{JOB}{names[1]} created (attempt 1)" in timed
+    # What each attempt runs on, as its ResourceConfig says (the example has no fallbacks).
+    on = "on data 2 x ml.c5.18xlarge, gpu 2 x ml.p4d.24xlarge"
+    assert f"{JOB}{names[0]} created (attempt 0) {on}" in timed
+    assert f"{JOB}{names[1]} created (attempt 1) {on}" in timed
     # The capacity failure never trained; the second attempt went through every stage.
     assert job_statuses(timed, 0) == ["Starting", "Failed"]
     assert job_statuses(timed, 1) == [
@@ -273,6 +275,7 @@ def test_a_run_that_fails_over_is_shown_as_run_follow_shows_it(
     rows = [line.split() for line in final[1:]]
     assert ["job", "[attempt", "0]", names[0], "(Failed)"] in rows
     assert ["job", "[attempt", "1]", names[1], "(Completed)"] in rows
+    assert rows.count(["ran", *on.split()]) == 2
     assert not any(row[:2] == ["failure", "reason"] for row in rows)  # it succeeded
     # The exact requests follow the display.
     assert f'"TrainingJobName": "{names[1]}"' in text and "execution status: SUCCEEDED" in text
@@ -288,7 +291,8 @@ def test_a_failed_run_is_shown_with_its_reason_and_exits_1(
     timed, final, (name,) = shown(text)
     assert 'execution entered "Training failed"' in timed
     assert "execution failed: HeteroTraining.TrainingFailed (AlgorithmError: boom)" in timed
-    assert f"{JOB}{name} created (attempt 0)" in timed
+    on = "on data 2 x ml.c5.18xlarge, gpu 2 x ml.p4d.24xlarge"
+    assert f"{JOB}{name} created (attempt 0) {on}" in timed
     assert job_statuses(timed, 0) == ["Starting", "Downloading", "Training", "Failed"]
     assert final[0].startswith("Run shown-2 FAILED after ")
     assert final[1].split() == ["job", name, "(Failed)"]

@@ -118,6 +118,23 @@ def a_run_fails_over_from_a_capacity_error_and_is_shown_in_time_order() -> None:
 
     code, text = cli("status", "served-1", "--json")
     assert code == 0 and json.loads(text)["status"] == "SUCCEEDED"
+    # What each attempt ran on (tests/e2e/test_capacity.py: a fallback's other types).
+    ran_on = [job["instances"] for job in json.loads(text)["jobs"]]
+    assert ran_on == [first["instances"], second["instances"]]
+    assert all(e["group"] in ("data", "gpu") and e["instanceCount"] for e in ran_on[0])
+    code, text = cli("status", "served-1")
+    shown = [line for line in text.splitlines() if "ran on" in line]
+    assert len(shown) == 2 and all(
+        f"{e['instanceType']}" in shown[i] for i in (0, 1) for e in ran_on[i]
+    )
+    from hetero_constructs import TrainingRun
+
+    jobs = TrainingRun.attach("served-1").status().jobs
+    assert [job.instances for job in jobs] == ran_on
+    finals = [job["finalMetricDataList"] for job in summary["jobs"]]
+    assert [job.final_metrics for job in jobs] == [
+        {m["MetricName"]: m["Value"] for m in final} for final in finals
+    ]
     code, text = cli("logs", "served-1", "--group", "gpu", "--json")
     assert code == 0 and {r["group"] for r in records(text)} == {"gpu"}
     code, text = cli("list", "HeteroTrainingExample/Training", "--json")

@@ -91,6 +91,42 @@ def test_two_capacity_failures_then_success_on_the_second_fallback(
     assert local.retry_waits.requested[-2:] == [300, 600]
 
 
+def test_each_attempt_shows_what_it_ran_on(
+    cloud: tuple[LocalCloud, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: status (text and --json), the follow display and TrainingRun's JobStatus
+    show per attempt each group's instance type and count: a fallback is visible."""
+    from hetero_constructs import TrainingRun
+    from hetero_constructs.cli import main
+    from hetero_constructs.runs import RunClients
+
+    local, machine = cloud
+    result = local.run(machine, {}, name="shown", outcomes=[CAPACITY, "Completed"])
+    assert result.status == "SUCCEEDED", result.cause
+    expected = [
+        [
+            {"group": g["InstanceGroupName"], "instanceType": g["InstanceType"],
+             "instanceCount": g["InstanceCount"]}
+            for g in request["ResourceConfig"]["InstanceGroups"]
+        ]
+        for request in result.submitted_requests
+    ]  # fmt: skip
+    assert expected[0] != expected[1]  # the retry ran on the next fallback
+    clients = RunClients(
+        local.client("stepfunctions"), local.client("sagemaker"), local.client("logs")
+    )
+    jobs = TrainingRun.attach("shown", clients=clients).status().jobs
+    assert [job.instances for job in jobs] == expected
+    assert main(["status", "shown", "--json"]) == 0
+    assert [job["instances"] for job in json.loads(capsys.readouterr().out)["jobs"]] == expected
+    assert main(["status", "shown"]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if "ran on" in line]
+    assert len(shown) == 2
+    for line, groups in zip(shown, expected, strict=True):
+        for group in groups:
+            assert f"{group['group']} {group['instanceCount']} x {group['instanceType']}" in line
+
+
 def test_a_training_failure_is_not_retried(cloud: tuple[LocalCloud, str]) -> None:
     local, machine = cloud
     result = local.run(machine, {}, name="algo", outcomes=["Failed:AlgorithmError: exit 1"])

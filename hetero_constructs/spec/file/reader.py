@@ -333,6 +333,19 @@ _READERS: dict[str, Callable[[Reader, SpecField, Mapping[str, Any]], Any]] = {
 }
 
 
+def from_sdk_form(declared: SpecField, value: Any) -> tuple[Any, list[Violation]]:
+    """A ``TrainingSpec`` field given as the SageMaker Python SDK (and a spec file) writes it
+    (``metric_definitions=[{"Name": ..., "Regex": ...}]``, ``distribution={"torch_distributed":
+    {"enabled": True}}``, ``channels={"train": "s3://..."}``, ``tags=[{"Key": ..., "Value":
+    ...}]``, instance groups as dicts): its value objects, and what is wrong with it."""
+    reader = Reader()
+    converted = _READERS[declared.type.file_shape](reader, declared, {declared.key: value})
+    return converted, reader.violations
+
+
+training.install_sdk_form_reader(from_sdk_form)
+
+
 # -- Reading files: every limit is enforced while reading, before anything is expanded -------
 
 
@@ -375,6 +388,7 @@ def load_spec_file(path: str | os.PathLike[str]) -> TrainingSpec:
 
 __all__ = [
     "SpecReading",
+    "from_sdk_form",
     "load_spec_file",
     "read_spec",
     "read_spec_file",
