@@ -121,7 +121,8 @@ def _stopped_trainer(addresses: dict[str, str], report: Any) -> None:
     )
     epoch = iter(remote)
     next(epoch)
-    report.send(remote.producers[0].sock.getsockname()[1])
+    sock = remote.producers[0].sock
+    report.send((sock.getsockname()[1], sock.getpeername()[1]))
     try:
         for _ in epoch:
             pass
@@ -130,13 +131,15 @@ def _stopped_trainer(addresses: dict[str, str], report: Any) -> None:
         report.send((type(error).__name__, str(error)))
 
 
-def tcp_state(port: int) -> str | None:
-    """The state of this machine's loopback TCP socket bound to ``port`` (hex, as the kernel
-    writes it: 01 established, 07 closed), or ``None`` when there is none."""
+def tcp_state(ports: tuple[int, int]) -> str | None:
+    """The state of this machine's TCP socket from local port ``ports[0]`` to remote port
+    ``ports[1]`` (hex, as the kernel writes it: 01 established, 07 closed), or ``None``. Both
+    ports: other processes' connections may share a local port with another remote."""
     with open("/proc/net/tcp") as table:
         for line in list(table)[1:]:
             fields = line.split()
-            if int(fields[1].rsplit(":", 1)[1], 16) == port:
+            local, remote = (int(field.rsplit(":", 1)[1], 16) for field in fields[1:3])
+            if (local, remote) == ports:
                 return fields[3]
     return None
 
@@ -148,11 +151,12 @@ def test_a_stopped_rank_is_dropped_after_idle_timeout_and_told_why(cluster: Clus
     trainer.start()
     try:
         assert ours.poll(120), "the trainer did not start"
-        port = ours.recv()
+        ports = ours.recv()
+        assert tcp_state(ports) == "01"
         os.kill(trainer.pid or 0, signal.SIGSTOP)
         # The data host drops it once it has read nothing for idle_timeout: the connection
         # is reset under the stopped process.
-        until(lambda: tcp_state(port) != "01", 20)
+        until(lambda: tcp_state(ports) != "01", 20)
         os.kill(trainer.pid or 0, signal.SIGCONT)
         assert ours.poll(30)
         kind, message = ours.recv()

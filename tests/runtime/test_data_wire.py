@@ -5,8 +5,10 @@ from __future__ import annotations
 import functools
 import json
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -205,3 +207,21 @@ def test_control_frames_are_parsed_as_their_bytes_arrive_and_checked_first() -> 
         wire.FrameReader((wire.CREDIT,)).feed(huge)  # refused before waiting for 1 GiB
     with pytest.raises(ProtocolError, match="BATCH"):
         wire.FrameReader((wire.CREDIT,)).feed(wire.frame_header(wire.BATCH, b"", 8))
+
+
+def test_bytes_waiting_past_the_deadline_are_read_nothing_waiting_is_a_timeout() -> None:
+    # A reader whose process was stopped wakes after its deadline: the peer that did send is
+    # not silent (before: TimeoutError, and the host counted as lost).
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        theirs.sendall(b"abcd")
+        buffer = bytearray(4)
+        wire.read_exact(ours, memoryview(buffer), time.monotonic() - 5)
+        assert bytes(buffer) == b"abcd"
+        with pytest.raises(TimeoutError, match="read 0 of 4 bytes"):
+            wire.read_exact(ours, memoryview(buffer), time.monotonic() - 5)
+        theirs.sendall(b"ab")  # half a frame, then silence: cut at the deadline
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="read 2 of 4 bytes"):
+            wire.read_exact(ours, memoryview(buffer), time.monotonic() + 0.3)
+        assert time.monotonic() - started < 5

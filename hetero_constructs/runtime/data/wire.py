@@ -85,10 +85,14 @@ def read_exact(
     while filled < size:
         if deadline is not None:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError(f"read {filled} of {size} bytes before the deadline")
-            sock.settimeout(remaining)
-        received = sock.recv_into(view[filled:])
+            # Past the deadline, what has arrived is still read: the deadline can pass while
+            # this thread does not run (a stopped process, a loaded machine), and a peer
+            # whose bytes are waiting is not silent. Only nothing waiting is a timeout.
+            sock.settimeout(max(0.0, remaining))
+        try:
+            received = sock.recv_into(view[filled:])
+        except (BlockingIOError, TimeoutError):
+            raise TimeoutError(f"read {filled} of {size} bytes before the deadline") from None
         if received == 0:
             raise PeerClosed(clean=at_boundary and filled == 0)
         filled += received
