@@ -177,3 +177,32 @@ def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str
     ]
     synthesized["Tags"] += markers
     assert submitted == synthesized
+
+
+def test_redriving_a_run_that_failed_in_its_fail_state_says_what_to_run_instead(
+    cloud: tuple[LocalCloud, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: the example catches a training failure into its Fail state; a redrive
+    re-enters that state and fails at once. The command says so before redriving, and what to
+    run instead; --force (force=True) redrives it all the same."""
+    from hetero_constructs import TrainingRun
+    from hetero_constructs.cli import main
+    from hetero_constructs.runs import RunClients
+    from hetero_constructs.runs.redrive import RedriveWouldFail
+
+    local, machine = cloud
+    given = {"hyperparameters": {"epochs": 1}}
+    result = local.run(machine, given, name="caught", outcomes=["Failed:AlgorithmError: x"])
+    assert result.status == "FAILED"
+    assert main(["redrive", "caught"]) == 1
+    error = capsys.readouterr().err
+    assert "failed in its Fail state 'Training failed'" in error
+    assert f"hetero-train run hetero-example --input '{json.dumps(given)}'" in error
+    stepfunctions = local.client("stepfunctions")
+    described = stepfunctions.describe_execution(executionArn=result.execution_arn)
+    assert described.get("redriveCount", 0) == 0  # nothing was redriven
+    clients = RunClients(stepfunctions, local.client("sagemaker"), local.client("logs"))
+    run = TrainingRun.attach("caught", clients=clients)
+    with pytest.raises(RedriveWouldFail, match="Fail state 'Training failed'"):
+        run.redrive()
+    assert run.redrive(force=True).redrive_count == 1
