@@ -37,16 +37,19 @@ from hetero_constructs.local.deploy.create import Deployer, StateMachine, scratc
 from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, detect_region
 from hetero_constructs.local.deploy.template import Template
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
+from hetero_constructs.local.execution_events import (
+    EXECUTION_EVENT_SOURCE,
+    EXECUTION_EVENT_TYPE,
+    execution_status_event,
+)
 from hetero_constructs.local.faults import Faults
 from hetero_constructs.local.lambdas import Lambdas, install_invoke
-from hetero_constructs.local.patching import Patches, environment_variable, epoch_millis
+from hetero_constructs.local.patching import Patches, environment_variable
 from hetero_constructs.local.results import ExecutionResult, Follow, give_up, start_follow
 from hetero_constructs.local.training import Outcome, TrainingJobs
 from hetero_constructs.runs.targets import Entry, deployed_state_machine, template_entries
 
 TERMINAL_EXECUTION = ("SUCCEEDED", "FAILED", "TIMED_OUT", "ABORTED")
-EXECUTION_EVENT_SOURCE = "aws.states"
-EXECUTION_EVENT_TYPE = "Step Functions Execution Status Change"
 _TICK = 0.02
 
 
@@ -219,26 +222,7 @@ class LocalCloud:
     # -- events from the simulated services ------------------------------------------------
 
     def _on_execution_status(self, execution: Any, status: str) -> None:
-        output = execution.output if status == "SUCCEEDED" else None
-        detail = {
-            "executionArn": execution.exec_arn,
-            "stateMachineArn": execution.state_machine.arn,
-            "name": execution.name,
-            "status": status,
-            "startDate": epoch_millis(execution.start_date),
-            "stopDate": epoch_millis(execution.stop_date) if status != "RUNNING" else None,
-            "input": moto_gaps.dumps(execution.input_data),
-            "output": moto_gaps.dumps(output) if output is not None else None,
-            "inputDetails": {"included": True},
-            "outputDetails": {"included": True} if output is not None else None,
-            "error": execution.error,
-            "cause": execution.cause,
-        }
-        self.bus.put(
-            self.bus.envelope(
-                EXECUTION_EVENT_SOURCE, EXECUTION_EVENT_TYPE, detail, [execution.exec_arn]
-            )
-        )
+        self.bus.put(execution_status_event(self.bus, execution, status))
 
     def _invoke_target(self, target: Target, payload: str) -> None:
         service = target.arn.split(":")[2] if target.arn.count(":") >= 5 else ""

@@ -172,7 +172,15 @@ def redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(
         "--poll-interval", "0.2",
     )  # fmt: skip
     assert code != 0
+    # It failed in the example's Fail state: a redrive would fail again at once. Refused,
+    # saying what to run instead (issue 33); --force redrives it all the same.
+    capsys.readouterr()
     code, text = cli("redrive", "served-fail")
+    assert (code, text) == (1, "")
+    refused = capsys.readouterr().err
+    assert "failed in its Fail state 'Training failed'" in refused
+    assert "hetero-train run hetero-example --input '{\"bogus\": 1}'" in refused
+    code, text = cli("redrive", "served-fail", "--force")
     assert code == 0, text
     assert re.match(r"Redriven arn:aws:states:\S+:served-fail \(redrive 1\)\n", text), text
     assert "hetero-train logs" in text

@@ -189,7 +189,11 @@ def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
     run = Run(tmp_path, max_runtime=1)
     ending = finished(run.job(hyperparameters={"mode": "wait"}))
     assert (ending.status, ending.secondary) == ("Stopped", "MaxRuntimeExceeded")
-    assert [p.stem for p in run.marks.glob("*.sigterm")] == ["algo-1"]
+    # SIGTERM, not the SIGKILL after the grace period: it ended well within it. (Whether the
+    # script's handler saw it depends on how fast Python starts here; the stop test checks.)
+    assert ending.trained_from is not None
+    assert (ending.ended - ending.trained_from).total_seconds() < 1.0 + 5.0  # runtime + grace
+    assert not [pid for pid in marked_pids(run.marks) if alive(pid)]
 
 
 def test_checkpoints_are_restored_into_the_next_job(tmp_path: Path) -> None:
