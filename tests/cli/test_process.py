@@ -197,7 +197,8 @@ def test_run_follow_on_a_terminal_shows_the_run_to_its_end(served: FakeStack, se
     assert "[algo-2 data] algo-2 step 2" in text and "[algo-3 gpu] algo-3 step 2" in text
     end = next(i for i, line in enumerate(shown) if line.startswith("Run tty-1 SUCCEEDED"))
     assert shown[end + 1].split() == ["job", job, "(Completed)"]
-    assert shown[end + 2].split() == [
+    assert shown[end + 2].split()[:2] == ["ran", "on"]  # each group's type and count
+    assert shown[end + 3].split() == [
         "model",
         "artifacts",
         f"s3://bucket/output/{job}/output/model.tar.gz",
