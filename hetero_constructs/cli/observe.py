@@ -37,6 +37,7 @@ from hetero_constructs.runs.execution import (
     utc_now,
 )
 from hetero_constructs.runs.logs import host_number
+from hetero_constructs.runs.redrive import RedriveWouldFail
 from hetero_constructs.runs.training_run import TrainingRun
 from hetero_constructs.runs.watch import RunWatch
 
@@ -213,6 +214,9 @@ def stop(
 @cli.command()
 @click.argument("run_id", metavar="RUN")
 @click.option("--follow", is_flag=True, help="follow the redriven run to its end, as run does")
+@click.option(
+    "--force", is_flag=True, help="redrive a run that failed in a Fail state all the same"
+)
 @poll_option
 @log_grace_option
 @json_option
@@ -221,6 +225,7 @@ def stop(
 def redrive(
     run_id: str,
     follow: bool,
+    force: bool,
     poll_interval: float,
     log_grace: float,
     json_flag: bool,
@@ -230,11 +235,16 @@ def redrive(
 ) -> int:
     """Redrive a run that ended FAILED, ABORTED or TIMED_OUT: it goes on from the state it did
     not get through, under the same ARN; a training task there starts a fresh attempt with a new
-    job name. A running or succeeded run is refused (ExecutionNotRedrivable)."""
+    job name. A running or succeeded run is refused (ExecutionNotRedrivable); one that failed in
+    a Fail state (after a caught error) would fail again at once: it is refused with what to
+    run instead, unless --force."""
     out = command_output(json_flag)
     clients = aws_from(profile, region, endpoint_url).run_clients()
     arn = resolve_execution(run_id, stepfunctions=clients.stepfunctions)
-    outcome = TrainingRun(arn, clients=clients).redrive()
+    try:
+        outcome = TrainingRun(arn, clients=clients).redrive(force=force)
+    except RedriveWouldFail as dead_end:
+        raise CliError(str(dead_end), "RedriveWouldFail") from None
     if follow:
         return follow_run(
             clients,

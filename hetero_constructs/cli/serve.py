@@ -42,12 +42,16 @@ def local() -> None:
     help="the port on 127.0.0.1 (only) to serve on; 0: a free one",
 )
 @click.option("--region", help="the account's region (default: the first template's)")
+@click.option(
+    "-v", "--verbose", is_flag=True, help="also show what the deployment could not simulate"
+)
 @simulation_options(job_duration=20.0, reconcile_every=300.0)
 @handles_errors
 def serve(
     templates: tuple[str, ...],
     port: int,
     region: str | None,
+    verbose: bool,
     outcomes: tuple[str, ...],
     simulate: str | None,
     python: str | None,
@@ -92,12 +96,15 @@ def serve(
         raise CliError(str(error), "AssetError") from None
     except OSError as error:  # the port is taken
         raise CliError(
-            f"The local account cannot listen on 127.0.0.1:{port} ({error}). Fix: pass another "
-            "--port, or stop what uses it."
+            f"The local account cannot listen on 127.0.0.1:{port} ({error.strerror or error})."
+            " Fix: pass --port 0 (a free port, printed on start), another --port, or stop what "
+            "uses it.",
+            "PortInUse",
         ) from None
     stop = threading.Event()
     try:
-        for note in account.notes:
+        # Notes of what the deployment could not simulate: nothing a user acts on at each start.
+        for note in account.notes if verbose else []:
             out.note(note)
         for stack, machines in account.stacks.items():
             out.console.print(f"stack {stack}: " + (", ".join(machines) or "no state machine"))

@@ -64,6 +64,8 @@ CREATION_POLL_SECONDS = 3.0
 # Time kept in hand at the end of an invocation (answering, the retry's own writes).
 _TIME_IN_HAND_SECONDS = 10.0
 _SLOT_TTL = outcome.SLOT_TTL_SECONDS
+# How the override checks name the overrides' root in a violation's path.
+_EXECUTION_INPUT = "execution input"
 
 
 class Throttled(Exception):
@@ -262,15 +264,24 @@ class Submission:
             # Each capacity failure so far moves the run to the next fallback variant.
             request, variant = prepare(self.event, name_of, failures)
         except InvalidOverrides as invalid:
+            violations = [v.to_dict() for v in _bounded(invalid.violations)]
+            origin = self.overrides_origin()
+            reason = "The execution input breaks the spec; no job was created."
+            if origin is not None:  # produced by an earlier state, not the execution's input
+                reason = f"The overrides ({origin}) break the spec; no job was created."
+                for violation in violations:
+                    path = str(violation.get("path") or "")
+                    if path.startswith(_EXECUTION_INPUT):
+                        violation["path"] = origin + path[len(_EXECUTION_INPUT) :]
             return self.fail(
                 lifecycle.Errors.INVALID_OVERRIDES,
                 {
                     "TrainingJobName": None,
                     "TrainingJobStatus": None,
                     "SecondaryStatus": None,
-                    "FailureReason": "The execution input breaks the spec; no job was created.",
+                    "FailureReason": reason,
                     # Bounded, so that the cause fits Step Functions' 32 KB limit.
-                    "violations": [v.to_dict() for v in _bounded(invalid.violations)],
+                    "violations": violations,
                 },
             )
         item = self.job_item(name, attempt, variant, request)
@@ -320,6 +331,20 @@ class Submission:
             raise
         self.stop_if_orphaned(item)
         return {"TrainingJobName": name, "attempt": attempt, "variant": variant}
+
+    def overrides_origin(self) -> str | None:
+        """The state that produced the task's overrides, and their path in its output (its
+        execution's history); None when they are the execution's input, or on any error (the
+        violations then keep their paths)."""
+        overrides = self.event.get("input")
+        if overrides in (None, {}):
+            return None
+        try:
+            return task_history.overrides_origin(
+                self.stepfunctions, self.run.slot.execution_arn, self.run.task_token, overrides
+            )
+        except ClientError:
+            return None
 
     def name_taken(self, item: token_store.JobItem, job: dict[str, Any] | None) -> dict[str, Any]:
         return self.fail(

@@ -94,6 +94,61 @@ def attempt_end(stepfunctions: Any, execution_arn: str, task_token: str) -> dict
     return None
 
 
+def overrides_origin(
+    stepfunctions: Any, execution_arn: str, task_token: str, overrides: Any
+) -> str | None:
+    """Where a task's overrides came from when an earlier state produced them: ``state
+    'Prepare' output $.prepared`` (the state the task's entry followed, and the path of the
+    overrides in its output); None when they are the execution's input, or are not found."""
+    events: dict[int, dict[str, Any]] = {}
+    scheduled: dict[str, Any] | None = None
+    pages = stepfunctions.get_paginator("get_execution_history").paginate(
+        executionArn=execution_arn, includeExecutionData=True
+    )
+    for page in pages:
+        for event in page.get("events", []):
+            events[int(event["id"])] = event
+            if scheduled is None and event.get("type") == "TaskScheduled":
+                scheduled = event if _token_of(event) == task_token else None
+    event = scheduled
+    for _ in range(_MAX_LINKS):  # back to the task's entry, then the state before it
+        if event is None:
+            return None
+        event = events.get(int(event.get("previousEventId") or 0))
+        if event is not None and str(event.get("type", "")).endswith("StateExited"):
+            break
+    else:
+        return None
+    if event is None:
+        return None
+    details = event.get("stateExitedEventDetails") or {}
+    try:
+        output = json.loads(details.get("output") or "null")
+    except ValueError:
+        return None
+    path = _path_of(output, overrides, "$")
+    return f"state {details.get('name')!r} output {path}" if path else None
+
+
+def _path_of(value: Any, wanted: Any, path: str, depth: int = 0) -> str | None:
+    """The JSONPath of ``wanted`` inside ``value`` (the first match, breadth of a few levels)."""
+    if value == wanted:
+        return path
+    if depth >= _MAX_LINKS:
+        return None
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            found = _path_of(inner, wanted, f"{path}.{key}", depth + 1)
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, inner in enumerate(value):
+            found = _path_of(inner, wanted, f"{path}[{index}]", depth + 1)
+            if found:
+                return found
+    return None
+
+
 def _scheduled_by(events: dict[int, dict[str, Any]], event: dict[str, Any]) -> int | None:
     """The ``TaskScheduled`` event an attempt's event follows from (``previousEventId``)."""
     for _ in range(_MAX_LINKS):
@@ -106,4 +161,11 @@ def _scheduled_by(events: dict[int, dict[str, Any]], event: dict[str, Any]) -> i
     return None
 
 
-__all__ = ["RETRIED_ERRORS", "TASK_ENDS", "attempt_end", "kept_success", "retry_pending"]
+__all__ = [
+    "RETRIED_ERRORS",
+    "TASK_ENDS",
+    "attempt_end",
+    "kept_success",
+    "overrides_origin",
+    "retry_pending",
+]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 import time
 import warnings
@@ -91,6 +92,7 @@ class LocalAccount:
     def __enter__(self) -> LocalAccount:
         from moto.server import ThreadedMotoServer
 
+        _check_port(self.port)  # at once: the server's own thread would only print the error
         self.cloud.__enter__()
         try:
             for template in self.templates:
@@ -184,6 +186,16 @@ class LocalAccount:
             except Exception as error:  # a clock that dies silently would hang every run
                 self._errors.append(error)
                 return
+
+
+def _check_port(port: int) -> None:
+    """``OSError`` when 127.0.0.1:``port`` cannot be listened on (another server holds it).
+    The probe binds as the server will (``SO_REUSEADDR``), so a port in TIME_WAIT passes."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
 
 
 __all__ = ["DEFAULT_PORT", "LocalAccount"]

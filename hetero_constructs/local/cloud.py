@@ -34,7 +34,12 @@ from hetero_constructs.local.deploy.assets import (
     publish_template_assets,
 )
 from hetero_constructs.local.deploy.create import Deployer, StateMachine, scratch_folder
-from hetero_constructs.local.deploy.resolve import DEFAULT_ACCOUNT, Resolver, detect_region
+from hetero_constructs.local.deploy.resolve import (
+    DEFAULT_ACCOUNT,
+    Resolver,
+    detect_account,
+    detect_region,
+)
 from hetero_constructs.local.deploy.template import Template
 from hetero_constructs.local.events import DeliveryError, EventBus, Target
 from hetero_constructs.local.execution_events import (
@@ -178,6 +183,11 @@ class LocalCloud:
         """
         loaded = Template.load(template, template_dir)
         body = loaded.body
+        account = detect_account(body, loaded.path) if not self.resolvers else None
+        if account is not None and account != self.account:
+            # A stack synthesized for an account serves and runs under it (moto's every answer).
+            self._stack.enter_context(environment_variable("MOTO_ACCOUNT_ID", account))
+            self.account = self.bus._account = self.training._account = account
         if not self._region_fixed and not self.resolvers:
             self.region = detect_region(body, loaded.path)
             os.environ["AWS_DEFAULT_REGION"] = os.environ["AWS_REGION"] = self.region

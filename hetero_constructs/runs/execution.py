@@ -406,9 +406,30 @@ def failure_reason(execution: Execution, jobs: list[TrainingJob]) -> str | None:
         for report in reversed(execution.job_reports()):
             if report.get("FailureReason"):
                 return str(report["FailureReason"])
-        parts = [p for p in (execution.error, execution.cause) if p]
+        parts = [p for p in (execution.error, readable_cause(execution.cause)) if p]
         return ": ".join(parts) if parts else f"the execution ended {execution.status}"
     return None
+
+
+def readable_cause(cause: str | None) -> str | None:
+    """A failure's cause as a person reads it: a JSON cause (a submit's refusal, a Lambda's
+    error, a caught error passed on) as its reason, or its fields ``key: value; ...`` (the
+    violations are listed on their own), never the JSON text."""
+    parsed = _parse_json(cause)
+    if not isinstance(parsed, Mapping):
+        return cause
+    if parsed.get("FailureReason"):
+        return str(parsed["FailureReason"])
+    if parsed.get("errorMessage"):
+        kind = parsed.get("errorType")
+        return f"{kind}: {parsed['errorMessage']}" if kind else str(parsed["errorMessage"])
+    fields = []
+    for key, value in parsed.items():
+        if value in (None, "", [], {}) or key == "violations":
+            continue
+        shown = value if isinstance(value, str | int | float) else json.dumps(value, default=str)
+        fields.append(f"{key}: {shown}")
+    return "; ".join(fields) or None
 
 
 def run_summary(execution: Execution, jobs: list[TrainingJob], now: datetime) -> dict[str, Any]:
@@ -448,6 +469,8 @@ def describe_event(event: Mapping[str, Any]) -> str:
         reports = list(_job_reports(_parse_json(cause)))
         if reports:
             cause = str(reports[0].get("FailureReason") or reports[0]["TrainingJobName"])
+        else:
+            cause = readable_cause(cause) or cause
         text += f" ({cause if len(cause) <= 200 else cause[:197] + '...'})"
     return text
 
@@ -469,6 +492,7 @@ __all__ = [
     "failure_reason",
     "merge_jobs",
     "read_run",
+    "readable_cause",
     "run_summary",
     "seconds_between",
     "utc_now",

@@ -311,12 +311,14 @@ class TrainingRun:
         """Stop the execution and its training jobs still in progress."""
         return stop_run(self.clients, self.arn, cause=cause)
 
-    def redrive(self) -> RedriveOutcome:
+    def redrive(self, *, force: bool = False) -> RedriveOutcome:
         """Redrive a run that ended FAILED, ABORTED or TIMED_OUT: it goes on from the state it
         did not get through, under the same ARN, and a training task there starts a fresh
         attempt with a new job name. ``ClientError`` (``ExecutionNotRedrivable``) for a run
-        that is running or succeeded. Then ``wait`` as for a started run."""
-        return redrive_run(self.clients, self.arn)
+        that is running or succeeded. A run that failed in a ``Fail`` state would fail again at
+        once: ``RedriveWouldFail`` says what to run instead (``force``: redrive it anyway).
+        Then ``wait`` as for a started run."""
+        return redrive_run(self.clients, self.arn, force=force)
 
 
 def state_machine_arn(stepfunctions: Any, state_machine: str, cloudformation: Any = None) -> str:

@@ -59,8 +59,9 @@ PRODUCING_FRACTION = "producing_fraction"
 CREDIT_WAIT_FRACTION = "credit_wait_fraction"
 SEND_BLOCKED_FRACTION = "send_blocked_fraction"
 DATA_HOST_NUMBERS = (PRODUCING_FRACTION, CREDIT_WAIT_FRACTION, SEND_BLOCKED_FRACTION)
-#: A number as the lines write it (and as a metric definition captures it).
-NUMBER_PATTERN = r"[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+#: A number as the lines write it (fixed notation, never negative; see ``_number``), and as a
+#: metric definition captures it: short, since every job's definition carries six of them.
+NUMBER_PATTERN = r"[0-9.]+"
 #: The start line: host, group, role and instance type, each a word without spaces.
 START_LINE = re.compile(
     re.escape(LINE_PREFIX)
@@ -132,17 +133,18 @@ def data_rank_line(instance_group: str, host: str, rank: int, batches: int, size
     )
 
 
+def _literal(text: str) -> str:
+    """``text`` as a pattern that matches it, escaping only what is special (``re.escape``
+    also escapes spaces and hyphens: each backslash costs four bytes of template per job)."""
+    return re.sub(r"([\\.^$*+?{}\[|()])", r"\\\1", text)  # "]" alone is literal
+
+
 def metric_regex(instance_group: str, name: str) -> str:
-    """The regular expression that captures ``name`` (a built-in number) of a group's
-    interval lines: what the metric definitions hold, and what tests match the lines with."""
-    head = re.escape(f"{LINE_PREFIX} instance_group={line_word(instance_group)} ")
-    if name == DATA_WAIT_FRACTION:
-        head += rf"{SAMPLES_PER_SECOND}=\S+ "
-    if name in DATA_HOST_NUMBERS:
-        head += r"data_host=\S+ "
-        for before in DATA_HOST_NUMBERS[: DATA_HOST_NUMBERS.index(name)]:
-            head += rf"{before}=\S+ "
-    return f"{head}{name}=({NUMBER_PATTERN})"
+    """The regular expression that captures ``name`` (a built-in number) of a group's lines:
+    what the metric definitions hold, and what tests match the lines with. The numbers before
+    it on the line are skipped as whole words (linear: a word cannot end inside a word)."""
+    head = _literal(f"{LINE_PREFIX} instance_group={line_word(instance_group)} ")
+    return rf"{head}(?:\S+ )*{name}=({NUMBER_PATTERN})"
 
 
 class MetricsReporter:

@@ -32,8 +32,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def served(example: Synthesized, user_pipeline: Path) -> Iterator[str]:
-    """The server's URL; SIGTERM ends it (exit 0) after the module's tests."""
+def served(example: Synthesized, user_pipeline: Path, tmp_path: Path) -> Iterator[str]:
+    """The server's URL; SIGTERM ends it (exit 0) after the module's tests. Without -v it
+    prints no notes (issue 33: five at every start that nobody could act on)."""
     templates = [
         str(example.outdir / "HeteroTrainingExample.template.json"),
         str(example.outdir / "HeteroTrainingPipeline.template.json"),
@@ -47,7 +48,7 @@ def served(example: Synthesized, user_pipeline: Path) -> Iterator[str]:
         [*command, *options],
         cwd=ROOT,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=(tmp_path / "stderr.txt").open("w"),
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
@@ -68,6 +69,7 @@ def served(example: Synthesized, user_pipeline: Path) -> Iterator[str]:
         rest, _ = server.communicate(timeout=60)
         assert server.returncode == 0
         assert "stopped serving" in rest
+        assert "note:" not in (tmp_path / "stderr.txt").read_text()
 
 
 @pytest.fixture
@@ -172,7 +174,15 @@ def redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(
         "--poll-interval", "0.2",
     )  # fmt: skip
     assert code != 0
+    # It failed in the example's Fail state: a redrive would fail again at once. Refused,
+    # saying what to run instead (issue 33); --force redrives it all the same.
+    capsys.readouterr()
     code, text = cli("redrive", "served-fail")
+    assert (code, text) == (1, "")
+    refused = capsys.readouterr().err
+    assert "failed in its Fail state 'Training failed'" in refused
+    assert "hetero-train run hetero-example --input '{\"bogus\": 1}'" in refused
+    code, text = cli("redrive", "served-fail", "--force")
     assert code == 0, text
     assert re.match(r"Redriven arn:aws:states:\S+:served-fail \(redrive 1\)\n", text), text
     assert "hetero-train logs" in text
@@ -268,6 +278,23 @@ def test_the_local_account_serves_runs_as_aws_does(
     a_users_pipeline_is_named_as_a_training_job_is()
     the_python_api_starts_follows_and_reads_a_run()
     plain_boto3_sees_the_account()
+
+
+def test_serve_on_a_port_in_use_exits_at_once_naming_port_0(
+    example: Synthesized, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: it printed the server thread's error, then hung until SIGTERM."""
+    import socket
+
+    template = str(example.outdir / "HeteroTrainingExample.template.json")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        code, out = cli("local", "serve", template, "--port", str(port))
+    assert (code, out) == (1, "")
+    error = capsys.readouterr().err
+    assert f"cannot listen on 127.0.0.1:{port}" in error and "--port 0" in error
 
 
 def test_serve_names_a_template_that_is_not_there(

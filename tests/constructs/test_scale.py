@@ -1,4 +1,4 @@
-"""Scale: 100 training jobs in one app (50 in one stack) fit every AWS quota that applies."""
+"""Scale: 99 training jobs in one app (50 and 49 in one stack) fit every AWS quota that applies."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from hetero_constructs.deployability.quota import StackTemplate
 from tests.fixtures.construct_specs import spec
 
 JOBS_PER_STACK = 50
-# VPC, keys and encryption add ~18 KB of template per job: 53 fit (benchmarks/bench_capacity.py).
-SECURED_JOBS_PER_STACK = 50
+# VPC, keys and encryption: ~18.5 KB of template per job; 52 of the benchmark's fit
+# (benchmarks/bench_capacity.py), 49 of this fixture's (its job carries a channel more). The
+# data group's own metric definitions (six built-in ones per job) took one job of each.
+SECURED_JOBS_PER_STACK = 49
 SECURED = dict(
     subnets=["subnet-0abc1234", "subnet-0def5678"],
     security_group_ids=["sg-0abc1234"],
@@ -53,7 +55,7 @@ def app_of_100(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, 
 
 
 @pytest.mark.parametrize("stack_name", ["Plain", "Secured"])
-def test_fifty_jobs_per_stack_fit_every_quota(
+def test_the_stated_jobs_per_stack_fit_every_quota(
     app_of_100: dict[str, dict[str, Any]], stack_name: str
 ) -> None:
     synthesized = app_of_100[stack_name]

@@ -67,8 +67,10 @@ def test_training_failure_carries_the_failure_reason(cloud: tuple[LocalCloud, st
 
 
 def test_bad_override_fails_with_violations_and_creates_no_job(
-    cloud: tuple[LocalCloud, str],
+    cloud: tuple[LocalCloud, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from hetero_constructs.cli import main
+
     local, machine = cloud
     result = local.run(
         machine,
@@ -85,6 +87,13 @@ def test_bad_override_fails_with_violations_and_creates_no_job(
     violations = cause["violations"]
     assert {v["rule"] for v in violations} == {"OVERRIDE-CHANNEL", "OVERRIDE-UNKNOWN-KEY"}
     assert result.training_jobs == []
+    # status shows the cause as readable fields, the violations one per line: no JSON blob.
+    assert main(["status", "bad"]) == 0
+    shown = capsys.readouterr().out
+    (reason,) = [line for line in shown.splitlines() if "failure reason" in line]
+    assert "HeteroTraining.InvalidOverrides: The execution input breaks the spec" in reason
+    assert "{" not in reason
+    assert sum("violation" in line and "OVERRIDE-" in line for line in shown.splitlines()) == 2
     # An override that parses but breaks a rule is caught by the same rules as at synth.
     result = local.run(machine, {"hyperparameters": {"sagemaker_program": "evil.py"}}, name="bad-2")
     assert result.status == "FAILED"
@@ -168,3 +177,32 @@ def test_the_lambda_submits_the_synthesized_request(cloud: tuple[LocalCloud, str
     ]
     synthesized["Tags"] += markers
     assert submitted == synthesized
+
+
+def test_redriving_a_run_that_failed_in_its_fail_state_says_what_to_run_instead(
+    cloud: tuple[LocalCloud, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33: the example catches a training failure into its Fail state; a redrive
+    re-enters that state and fails at once. The command says so before redriving, and what to
+    run instead; --force (force=True) redrives it all the same."""
+    from hetero_constructs import TrainingRun
+    from hetero_constructs.cli import main
+    from hetero_constructs.runs import RunClients
+    from hetero_constructs.runs.redrive import RedriveWouldFail
+
+    local, machine = cloud
+    given = {"hyperparameters": {"epochs": 1}}
+    result = local.run(machine, given, name="caught", outcomes=["Failed:AlgorithmError: x"])
+    assert result.status == "FAILED"
+    assert main(["redrive", "caught"]) == 1
+    error = capsys.readouterr().err
+    assert "failed in its Fail state 'Training failed'" in error
+    assert f"hetero-train run hetero-example --input '{json.dumps(given)}'" in error
+    stepfunctions = local.client("stepfunctions")
+    described = stepfunctions.describe_execution(executionArn=result.execution_arn)
+    assert described.get("redriveCount", 0) == 0  # nothing was redriven
+    clients = RunClients(stepfunctions, local.client("sagemaker"), local.client("logs"))
+    run = TrainingRun.attach("caught", clients=clients)
+    with pytest.raises(RedriveWouldFail, match="Fail state 'Training failed'"):
+        run.redrive()
+    assert run.redrive(force=True).redrive_count == 1

@@ -49,6 +49,32 @@ def bounded_name(base: str, limit: int, *, lowercase: bool = False) -> str:
     return f"{name[: limit - 9]}-{digest}"
 
 
+def detect_account(template: dict[str, Any], template_path: Path | None) -> str | None:
+    """The account a stack was synthesized for (``env=cdk.Environment(account=...)``): the
+    cdk.out manifest's environment, else the account literal ARNs of its own services name
+    most often; None for an environment-agnostic stack."""
+    if template_path is not None:
+        manifest = template_path.parent / "manifest.json"
+        if manifest.is_file():
+            try:
+                artifacts = json.loads(manifest.read_text()).get("artifacts", {})
+            except ValueError:
+                artifacts = {}
+            for artifact in artifacts.values():
+                properties = artifact.get("properties") or {}
+                if properties.get("templateFile") == template_path.name:
+                    found = re.fullmatch(r"aws://(\d{12})/.*", str(artifact.get("environment")))
+                    return found.group(1) if found else None
+    text = json.dumps(template)
+    arns = Counter(
+        re.findall(
+            r"arn:aws[a-z-]*:(?:states|lambda|sqs|sns|events|dynamodb|iam)::?[a-z0-9-]*:(\d{12}):",
+            text,
+        )
+    )
+    return str(arns.most_common(1)[0][0]) if arns else None
+
+
 def detect_region(template: dict[str, Any], template_path: Path | None) -> str:
     """``--region`` aside: the cdk.out manifest's environment, else the region literal ARNs in
     the template name most often, else us-west-2."""
@@ -379,6 +405,7 @@ __all__ = [
     "Physical",
     "Resolver",
     "bounded_name",
+    "detect_account",
     "detect_region",
     "hex_id",
 ]
