@@ -39,7 +39,7 @@ class RealJobs:
         #: Seconds between SIGTERM and SIGKILL when a job is stopped.
         self.grace: float = 10.0
         #: Said once per account: whether hosts get their own /opt/ml.
-        self.notes: list[str] = []
+        self._notes: list[str] = []
         #: Variables every host gets (a served account: where its AWS clients find it).
         self.environment: dict[str, str] = {}
 
@@ -49,8 +49,8 @@ class RealJobs:
         """Start job ``name``'s hosts (its stages and end come through ``on_stage`` and the
         returned job's ``finished``)."""
         _, note = private_mounts()
-        if not self.notes:
-            self.notes.append(note)
+        if not self._notes:
+            self._notes.append(note)
         definitions = (request.get("AlgorithmSpecification") or {}).get("MetricDefinitions") or []
         metrics = JobMetrics(name, definitions, self._logs.account, self._logs.region)
 
@@ -76,6 +76,14 @@ class RealJobs:
             metrics = self._metrics.setdefault(name, metrics)  # a restart keeps the values
         job.start()
         return job
+
+    @property
+    def notes(self) -> list[str]:
+        """What to tell the user: whether hosts get their own /opt/ml, and each job's notes
+        on what runs differently here (``Pipe`` read as ``File``, ...)."""
+        with self._lock:
+            jobs = list(self._jobs.items())
+        return [*self._notes, *(f"{name}: {note}" for name, job in jobs for note in job.notes)]
 
     def job(self, name: str) -> LocalJob | None:
         with self._lock:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -295,3 +296,24 @@ def test_torchrun_starts_the_group_as_one_world(tmp_path: Path) -> None:
     ending = finished(run.job(hyperparameters={"mode": "record"}))
     assert ending.status == "Completed", ending.reason
     assert any("torch.distributed.run --nnodes 2" in line for line in run.text("algo-2"))
+
+
+def test_launchers_this_machine_cannot_run_fail_at_once_with_the_fix(tmp_path: Path) -> None:
+    run = Run(tmp_path, groups=[("gpu", 2)], distribution="gpu")
+    smddp = finished(
+        run.job("smddp", hyperparameters={"sagemaker_distributed_dataparallel_enabled": True})
+    )
+    assert smddp.status == "Failed" and smddp.trained_from is None
+    assert "smdistributed" in smddp.reason and "GPU" in smddp.reason
+    if shutil.which("mpirun") is None:
+        mpi = finished(run.job("mpi", hyperparameters={"sagemaker_pytorch_ddp_enabled": True}))
+        assert mpi.status == "Failed" and "install Open MPI" in mpi.reason
+
+
+def test_pipe_mode_runs_as_file_and_says_so(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    run.storage.write(BUCKET, "in/a.csv", b"a")
+    piped = {**channel("train", f"s3://{BUCKET}/in"), "InputMode": "Pipe"}
+    job = run.job(channels=[piped])
+    assert finished(job).status == "Completed"
+    assert job.notes == ["channel train: Pipe input mode runs as File locally"]
