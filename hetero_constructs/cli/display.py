@@ -28,7 +28,7 @@ from hetero_constructs.cli.output import (
     json_default,
     print_renderable,
 )
-from hetero_constructs.run.metrics import final_metrics
+from hetero_constructs.run.metrics import final_metrics, is_simulated
 from hetero_constructs.runs.execution import (
     TrainingJob,
     describe_event,
@@ -70,6 +70,10 @@ def _sort_key(moment: Any) -> float:
 def _colour(name: str) -> str:
     digest = int(hashlib.sha256(name.encode()).hexdigest(), 16)
     return _GROUP_COLOURS[digest % len(_GROUP_COLOURS)]
+
+
+#: After a drill's job wherever the display names it: no code ran, no number of it is measured.
+_SIMULATED = Text(" - simulated: scripted, no code ran", style="yellow")
 
 
 def _styled(status: str | None) -> Text:
@@ -186,6 +190,7 @@ class FollowDisplay:
                     "attempt": job.attempt,
                     "arn": job.arn,
                     "instances": job.instances,
+                    **({"simulated": True} if is_simulated(job.transitions) else {}),
                 }
             )
             return
@@ -198,6 +203,7 @@ class FollowDisplay:
                 ("job       ", "bold magenta"),
                 (job.name, "bold"),
                 f" created{attempt}{on}",
+                _SIMULATED if is_simulated(job.transitions) else "",
             )
         )
 
@@ -304,7 +310,13 @@ class FollowDisplay:
             marker = self._job_marker(watch, job.name, job.attempt)
             grid.add_row(
                 escape(f"job [{marker}]") if marker else "job",
-                Text.assemble(job.name, " (", _styled(job.status), ")"),
+                Text.assemble(
+                    job.name,
+                    " (",
+                    _styled(job.status),
+                    ")",
+                    _SIMULATED if is_simulated(job.transitions) else "",
+                ),
             )
             if job.instances_text:
                 grid.add_row("ran on", Text(job.instances_text))

@@ -43,6 +43,7 @@ from hetero_constructs.local.simulation import (
     hosts,
     stages,
 )
+from hetero_constructs.run.metrics import SIMULATED_STATUS_PREFIX
 
 JOB_EVENT_SOURCE = "aws.sagemaker"
 JOB_EVENT_TYPE = "SageMaker Training Job State Change"
@@ -151,7 +152,8 @@ class TrainingJobs:
         if transitions:
             transitions[-1]["EndTime"] = stage.at
         # A drill says so wherever its statuses show (no code ran).
-        message = f"simulated: {stage.message}" if attempt.simulated else stage.message
+        prefix = SIMULATED_STATUS_PREFIX if attempt.simulated else ""
+        message = f"{prefix}{stage.message}"
         transitions.append(
             {"Status": stage.status, "StartTime": stage.at, "StatusMessage": message}
         )
@@ -227,7 +229,7 @@ class TrainingJobs:
                     {
                         "Status": "Starting",
                         "StartTime": job.creation_time,
-                        "StatusMessage": ("simulated: " if attempt.simulated else "")
+                        "StatusMessage": (SIMULATED_STATUS_PREFIX if attempt.simulated else "")
                         + "Launching requested ML instances",
                     }
                 ]

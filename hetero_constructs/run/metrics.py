@@ -154,9 +154,24 @@ def select_group(names: Sequence[str], group: str | None, groups: Iterable[str])
     return [n for n in names if group_of_metric(n, known) in (None, group)]
 
 
+#: How a drill's status messages start (a local job scripted with ``--outcome`` or
+#: ``--simulate``: no code ran): the local account writes it, and displays read a job as
+#: simulated from it, whichever client asks.
+SIMULATED_STATUS_PREFIX = "simulated: "
+
+
+def is_simulated(transitions: list[dict[str, Any]]) -> bool:
+    """Whether a job's ``SecondaryStatusTransitions`` are a drill's."""
+    return any(
+        str(item.get("StatusMessage") or "").startswith(SIMULATED_STATUS_PREFIX)
+        for item in transitions
+    )
+
+
 __all__ = [
     "BUILTIN_NUMBERS",
     "DATA_GROUP_NUMBERS",
+    "SIMULATED_STATUS_PREFIX",
     "TRAINER_NUMBERS",
     "GroupMetrics",
     "MetricValue",

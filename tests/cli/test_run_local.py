@@ -25,6 +25,8 @@ from tests.fixtures.local_stacks import Synthesized as Stacks
 ROOT = Path(__file__).resolve().parents[2]
 CLOCK = re.compile(r"^\d\d:\d\d:\d\d  ")
 JOB = "job       "
+#: What the display adds after a drill's job (every job here is one).
+DRILL = " - simulated: scripted, no code ran"
 
 CAPACITY = "Failed:CapacityError: Unable to provision requested ML compute capacity."
 
@@ -264,8 +266,8 @@ def test_a_run_that_fails_over_is_shown_as_run_follow_shows_it(
     )
     # What each attempt runs on, as its ResourceConfig says (the example has no fallbacks).
     on = "on data 2 x ml.c5.18xlarge, gpu 2 x ml.p4d.24xlarge"
-    assert f"{JOB}{names[0]} created (attempt 0) {on}" in timed
-    assert f"{JOB}{names[1]} created (attempt 1) {on}" in timed
+    assert f"{JOB}{names[0]} created (attempt 0) {on}{DRILL}" in timed
+    assert f"{JOB}{names[1]} created (attempt 1) {on}{DRILL}" in timed
     # The capacity failure never trained; the second attempt went through every stage.
     assert job_statuses(timed, 0) == ["Starting", "Failed"]
     assert job_statuses(timed, 1) == [
@@ -273,8 +275,8 @@ def test_a_run_that_fails_over_is_shown_as_run_follow_shows_it(
     ]  # fmt: skip
     assert final[0].startswith("Run shown-1 SUCCEEDED after ")
     rows = [line.split() for line in final[1:]]
-    assert ["job", "[attempt", "0]", names[0], "(Failed)"] in rows
-    assert ["job", "[attempt", "1]", names[1], "(Completed)"] in rows
+    assert ["job", "[attempt", "0]", names[0], "(Failed)", *DRILL.split()] in rows
+    assert ["job", "[attempt", "1]", names[1], "(Completed)", *DRILL.split()] in rows
     assert rows.count(["ran", *on.split()]) == 2
     assert not any(row[:2] == ["failure", "reason"] for row in rows)  # it succeeded
     # The exact requests follow the display.
@@ -292,10 +294,10 @@ def test_a_failed_run_is_shown_with_its_reason_and_exits_1(
     assert 'execution entered "Training failed"' in timed
     assert "execution failed: HeteroTraining.TrainingFailed (AlgorithmError: boom)" in timed
     on = "on data 2 x ml.c5.18xlarge, gpu 2 x ml.p4d.24xlarge"
-    assert f"{JOB}{name} created (attempt 0) {on}" in timed
+    assert f"{JOB}{name} created (attempt 0) {on}{DRILL}" in timed
     assert job_statuses(timed, 0) == ["Starting", "Downloading", "Training", "Failed"]
     assert final[0].startswith("Run shown-2 FAILED after ")
-    assert final[1].split() == ["job", name, "(Failed)"]
+    assert final[1].split() == ["job", name, "(Failed)", *DRILL.split()]
     assert final[-1].split() == ["failure", "reason", "AlgorithmError:", "boom"]
     assert local(*failing, "--expect", "FAILED")[0] == 0
 
@@ -313,3 +315,24 @@ def test_run_local_takes_the_target_forms_every_command_takes(
     code, _ = local(template, "--state-machine", "UserPipeline/Trian")
     assert code == 2
     assert "Closest: UserPipeline/Train" in capsys.readouterr().err
+
+
+def test_a_drills_jobs_are_labelled_simulated_wherever_the_display_names_them(
+    example: Synthesized,
+) -> None:
+    template = str(example.outdir / "HeteroTrainingExample.template.json")
+    code, text = run("run", "--local", template, "--outcome", CAPACITY, "--outcome", "Completed")
+    assert code == 0, text
+    timed, final, names = shown(text)
+    created = [line for line in timed if " created" in line]
+    assert len(created) == 2 and names[0] in created[0]
+    assert all(line.endswith(DRILL) for line in created)
+    jobs = [line for line in final if line.startswith("job ")]
+    assert len(jobs) == 2
+    assert all(line.endswith(DRILL) for line in jobs), jobs
+    code, text = run(
+        "run", "--local", template, "--outcome", CAPACITY, "--outcome", "Completed", "--json"
+    )
+    assert code == 0, text
+    records = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    assert [r.get("simulated") for r in records if r["type"] == "job"] == [True, True]
