@@ -50,13 +50,17 @@ _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 # The handlers and the pure-Python layers they validate with (no CDK, no CLI, no local runner).
 LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
 # Modules of those layers the Lambda never imports: the construct-only rule ids, the
-# spec-field reference, and the YAML reader (spec files only; the Lambda gets its spec as JSON
-# and its runtime has no PyYAML); the run's metrics and dashboard (the constructs and the
-# command line use them, on top of the training-script helper the Lambda does not ship).
+# spec-field reference, the YAML reader and the spec-file writer (spec files only; the Lambda
+# gets its spec as JSON and its runtime has no PyYAML); the source-tree scan (a local
+# ``source_dir`` only: a deployed spec names its code by S3 URI); the run's metrics and
+# dashboard (the constructs and the command line use them, on top of the training-script
+# helper the Lambda does not ship).
 LEFT_OUT = frozenset(
     {
         "checks/construct_rules.py",
         "spec/file/safe_yaml.py",
+        "spec/file/writer.py",
+        "spec/source_tree.py",
         "spec/reference.py",
         "run/metrics.py",
         "run/dashboard.py",

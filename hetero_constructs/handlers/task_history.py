@@ -75,31 +75,20 @@ def retry_pending(stepfunctions: Any, execution_arn: str, task_token: str, now: 
 def attempt_end(stepfunctions: Any, execution_arn: str, task_token: str) -> dict[str, Any] | None:
     """The history event that closed the task attempt given ``task_token`` (one of
     ``TASK_ENDS``), or None."""
-    events: dict[int, dict[str, Any]] = {}
-    scheduled: int | None = None
-    pages = stepfunctions.get_paginator("get_execution_history").paginate(
-        executionArn=execution_arn, includeExecutionData=True
-    )
-    for page in pages:
-        for event in page.get("events", []):
-            events[int(event["id"])] = event
-            found = scheduled is None and event.get("type") == "TaskScheduled"
-            if found and _token_of(event) == task_token:
-                scheduled = int(event["id"])
+    events, scheduled = _history(stepfunctions, execution_arn, task_token)
     if scheduled is None:
         return None
     for event in events.values():
-        if event.get("type") in TASK_ENDS and _scheduled_by(events, event) == scheduled:
+        if event.get("type") in TASK_ENDS and _scheduled_by(events, event) == int(scheduled["id"]):
             return event
     return None
 
 
-def overrides_origin(
-    stepfunctions: Any, execution_arn: str, task_token: str, overrides: Any
-) -> str | None:
-    """Where a task's overrides came from when an earlier state produced them: ``state
-    'Prepare' output $.prepared`` (the state the task's entry followed, and the path of the
-    overrides in its output); None when they are the execution's input, or are not found."""
+def _history(
+    stepfunctions: Any, execution_arn: str, task_token: str
+) -> tuple[dict[int, dict[str, Any]], dict[str, Any] | None]:
+    """The execution's history events by id, and the ``TaskScheduled`` event of the task
+    attempt given ``task_token`` (None when the history has none)."""
     events: dict[int, dict[str, Any]] = {}
     scheduled: dict[str, Any] | None = None
     pages = stepfunctions.get_paginator("get_execution_history").paginate(
@@ -108,9 +97,19 @@ def overrides_origin(
     for page in pages:
         for event in page.get("events", []):
             events[int(event["id"])] = event
-            if scheduled is None and event.get("type") == "TaskScheduled":
-                scheduled = event if _token_of(event) == task_token else None
-    event = scheduled
+            found = scheduled is None and event.get("type") == "TaskScheduled"
+            if found and _token_of(event) == task_token:
+                scheduled = event
+    return events, scheduled
+
+
+def overrides_origin(
+    stepfunctions: Any, execution_arn: str, task_token: str, overrides: Any
+) -> str | None:
+    """Where a task's overrides came from when an earlier state produced them: ``state
+    'Prepare' output $.prepared`` (the state the task's entry followed, and the path of the
+    overrides in its output); None when they are the execution's input, or are not found."""
+    events, event = _history(stepfunctions, execution_arn, task_token)
     for _ in range(_MAX_LINKS):  # back to the task's entry, then the state before it
         if event is None:
             return None
