@@ -315,7 +315,7 @@ def _read_sdk_forms(spec: TrainingSpec) -> None:
     if not _SDK_FORM_READERS:
         return
     problems: list[Violation] = []
-    for declared in schema_of(TrainingSpec):
+    for declared in schema_of(type(spec)):  # the spec's own class: a subclass may add fields
         value = getattr(spec, declared.name)
         if declared.type.file_shape in _SDK_FORM_SHAPES and _in_sdk_form(
             declared.type.file_shape, value
