@@ -49,22 +49,32 @@ def bounded_name(base: str, limit: int, *, lowercase: bool = False) -> str:
     return f"{name[: limit - 9]}-{digest}"
 
 
+def _manifest_environment(template_path: Path | None) -> str | None:
+    """The environment (``aws://ACCOUNT/REGION``) the cdk.out manifest gives the stack whose
+    template is ``template_path``; None without a manifest that names it."""
+    if template_path is None:
+        return None
+    manifest = template_path.parent / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        artifacts = json.loads(manifest.read_text()).get("artifacts", {})
+    except ValueError:
+        return None
+    for artifact in artifacts.values():
+        if (artifact.get("properties") or {}).get("templateFile") == template_path.name:
+            return str(artifact.get("environment"))
+    return None
+
+
 def detect_account(template: dict[str, Any], template_path: Path | None) -> str | None:
     """The account a stack was synthesized for (``env=cdk.Environment(account=...)``): the
     cdk.out manifest's environment, else the account literal ARNs of its own services name
     most often; None for an environment-agnostic stack."""
-    if template_path is not None:
-        manifest = template_path.parent / "manifest.json"
-        if manifest.is_file():
-            try:
-                artifacts = json.loads(manifest.read_text()).get("artifacts", {})
-            except ValueError:
-                artifacts = {}
-            for artifact in artifacts.values():
-                properties = artifact.get("properties") or {}
-                if properties.get("templateFile") == template_path.name:
-                    found = re.fullmatch(r"aws://(\d{12})/.*", str(artifact.get("environment")))
-                    return found.group(1) if found else None
+    environment = _manifest_environment(template_path)
+    if environment is not None:
+        found = re.fullmatch(r"aws://(\d{12})/.*", environment)
+        return found.group(1) if found else None
     text = json.dumps(template)
     arns = Counter(
         re.findall(
@@ -78,22 +88,11 @@ def detect_account(template: dict[str, Any], template_path: Path | None) -> str 
 def detect_region(template: dict[str, Any], template_path: Path | None) -> str:
     """``--region`` aside: the cdk.out manifest's environment, else the region literal ARNs in
     the template name most often, else us-west-2."""
-    if template_path is not None:
-        manifest = template_path.parent / "manifest.json"
-        if manifest.is_file():
-            try:
-                artifacts = json.loads(manifest.read_text()).get("artifacts", {})
-            except ValueError:
-                artifacts = {}
-            for artifact in artifacts.values():
-                properties = artifact.get("properties") or {}
-                environment = str(artifact.get("environment", ""))
-                if properties.get("templateFile") == template_path.name and environment.startswith(
-                    "aws://"
-                ):
-                    region = str(environment.rsplit("/", 1)[-1])
-                    if region and not region.startswith("unknown"):
-                        return region
+    environment = _manifest_environment(template_path)
+    if environment is not None and environment.startswith("aws://"):
+        region = environment.rsplit("/", 1)[-1]
+        if region and not region.startswith("unknown"):
+            return region
     text = json.dumps(template)
     found = Counter(re.findall(r":([a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-\d):", text))
     if found:
