@@ -51,23 +51,23 @@ _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
 # Modules of those layers the Lambda never imports: the construct-only rule ids, the
 # spec-field reference, the YAML reader and the spec-file writer (spec files only; the Lambda
-# gets its spec as JSON and its runtime has no PyYAML); the source-tree scan (a local
-# ``source_dir`` only: a deployed spec names its code by S3 URI); the run's metrics and
-# dashboard (the constructs and the command line use them, on top of the training-script
-# helper the Lambda does not ship).
+# gets its spec as JSON and its runtime has no PyYAML); the run's metrics and dashboard (the
+# constructs and the command line use them, on top of the training-script helper the Lambda
+# does not ship).
 LEFT_OUT = frozenset(
     {
         "checks/construct_rules.py",
         "spec/file/safe_yaml.py",
         "spec/file/writer.py",
-        "spec/source_tree.py",
         "spec/reference.py",
         "run/metrics.py",
         "run/dashboard.py",
     }
 )
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
-_DOC_KEYS = frozenset({"documentation", "documentationUrl"})
+# What botocore never reads of a model: the documentation, and ``box`` (a Smithy nullability
+# trait; botocore has no use for it).
+_UNREAD_KEYS = frozenset({"documentation", "documentationUrl", "box"})
 
 
 # -- The model -------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ def _reachable(shapes: Mapping[str, Any], roots: Iterable[str]) -> set[str]:
 
 def _without_documentation(value: Any) -> Any:
     if isinstance(value, dict):
-        return {k: _without_documentation(v) for k, v in value.items() if k not in _DOC_KEYS}
+        return {k: _without_documentation(v) for k, v in value.items() if k not in _UNREAD_KEYS}
     if isinstance(value, list):
         return [_without_documentation(v) for v in value]
     return value
@@ -163,9 +163,10 @@ def _handler_files() -> Iterator[tuple[str, Path]]:
 MODULE_ARCHIVE = "hetero_constructs/_modules.xz"
 # The package's own ``hetero_constructs/__init__.py``: it serves the core's modules from one
 # solid LZMA archive (a zip compresses each file alone: the core's 30 sources shrink to 43 KB
-# together against 65 KB apart), then runs the real package ``__init__``.
-_BOOTSTRAP = '''"""hetero_constructs as the Lambda package ships it: its modules in one archive."""
-import importlib.abc as _abc
+# together against 65 KB apart), then runs the real package ``__init__``. Its ``_Archive``
+# finds and loads ``hetero_constructs.*`` from the archive (tracebacks show the source). No
+# docstrings: every byte of it ships in the package.
+_BOOTSTRAP = """import importlib.abc as _abc
 import importlib.machinery as _machinery
 import lzma as _lzma
 import os as _os
@@ -178,8 +179,6 @@ _SOURCES = dict(zip(_PARTS[::2], _PARTS[1::2]))
 
 
 class _Archive(_abc.MetaPathFinder, _abc.InspectLoader):
-    """Finds and loads ``hetero_constructs.*`` from the archive (tracebacks show the source)."""
-
     def _relative(self, fullname):
         parts = fullname.split(".")
         if parts[0] != __name__ or len(parts) == 1:
@@ -214,7 +213,7 @@ class _Archive(_abc.MetaPathFinder, _abc.InspectLoader):
 
 _sys.meta_path.insert(0, _Archive())
 exec(compile(_SOURCES["__init__.py"], __file__, "exec"))
-'''
+"""
 
 
 # Text in one LZMA2 stream: no integrity check (the zip has its CRC), literal coding tuned for

@@ -9,6 +9,7 @@ from pathlib import Path
 from hetero_constructs.checks.base import Finding, rule
 from hetero_constructs.request.context import RuleContext
 from hetero_constructs.service import catalog
+from hetero_constructs.spec.source_tree import problems as source_problems
 
 _IMAGES = "SDK v2 image_uri_config/pytorch.json, tensorflow.json"
 _GZIP_SUFFIXES = (".tar.gz", ".tgz", ".gz")
@@ -225,10 +226,6 @@ def source_tree_findings(
 
     ``root_info``: the stat of ``root`` already taken in this validation (see ``problems``).
     """
-    # Imported here: only a local source directory needs it, and the Lambda package, whose
-    # specs name their code by S3 URI, leaves it out (constructs.lambda_bundle.LEFT_OUT).
-    from hetero_constructs.spec.source_tree import problems as source_problems
-
     problems = source_problems(root, root_info)
     if not problems:
         return
