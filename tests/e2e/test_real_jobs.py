@@ -177,15 +177,20 @@ def test_a_checkpoint_is_restored_into_the_next_job(cloud: tuple[LocalCloud, str
     assert all("count=2" in host_lines for host_lines in lines.values())
 
 
+def _with_code_bundle(local: LocalCloud) -> Any:
+    """The local account's SageMaker client, once the host job's code bundle is in ``bucket``
+    (``CODE_KEY``), as the tests' requests name it."""
+    s3, sagemaker = local.client("s3"), local.client("sagemaker")
+    s3.create_bucket(Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+    return sagemaker
+
+
 def test_boto3_jobs_run_at_once_and_max_runtime_stops_one(tmp_path: Path) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
     with LocalCloud("us-west-2") as local:
-        s3, sagemaker = local.client("s3"), local.client("sagemaker")
-        s3.create_bucket(
-            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
-        )
-        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        sagemaker = _with_code_bundle(local)
         hps = {"marks": str(marks), "mode": "wait"}
         sagemaker.create_training_job(**request("long", "bucket", hyperparameters=hps))
         sagemaker.create_training_job(
@@ -206,11 +211,7 @@ def test_boto3_jobs_run_at_once_and_max_runtime_stops_one(tmp_path: Path) -> Non
 
 def test_a_channel_without_data_is_refused_as_the_service_refuses_it() -> None:
     with LocalCloud("us-west-2") as local:
-        s3, sagemaker = local.client("s3"), local.client("sagemaker")
-        s3.create_bucket(
-            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
-        )
-        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        sagemaker = _with_code_bundle(local)
         empty = channel("train", "s3://bucket/nothing/")
         with pytest.raises(sagemaker.exceptions.ClientError) as refused:
             sagemaker.create_training_job(**request("empty", "bucket", channels=[empty]))
@@ -281,11 +282,7 @@ def test_a_spot_reclaim_restarts_the_job_from_its_checkpoints(tmp_path: Path) ->
     marks = tmp_path / "marks"
     marks.mkdir()
     with LocalCloud("us-west-2") as local:
-        s3, sagemaker = local.client("s3"), local.client("sagemaker")
-        s3.create_bucket(
-            Bucket="bucket", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
-        )
-        s3.put_object(Bucket="bucket", Key=CODE_KEY, Body=sourcedir())
+        sagemaker = _with_code_bundle(local)
         hps = {"marks": str(marks), "mode": "resume"}
         checkpoints = "s3://bucket/checkpoints/spot"
         sagemaker.create_training_job(
