@@ -20,8 +20,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hetero_constructs import TrainingErrors
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.local import ExecutionResult, LocalCloud
-from hetero_constructs.run import lifecycle
 from tests.fixtures.composed_stacks import ManyTasksStack
 
 MACHINE = "two-tasks"
