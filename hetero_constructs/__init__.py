@@ -33,7 +33,7 @@ _LAZY: dict[str, str] = {
     "SpecValidationError": "hetero_constructs.spec.violations",
     "Violation": "hetero_constructs.spec.violations",
     "load_spec_file": "hetero_constructs.spec.file.reader",
-    "TrainingErrors": "hetero_constructs.run.lifecycle:Errors",
+    "TrainingErrors": "hetero_constructs.contract.lifecycle:Errors",
     "Plan": "hetero_constructs.planning",
     "plan": "hetero_constructs.planning",
     "validate": "hetero_constructs.planning",
@@ -85,13 +85,13 @@ if TYPE_CHECKING:
         HeterogeneousTrainingTask as HeterogeneousTrainingTask,
     )
     from hetero_constructs.constructs.testing import normalized_template as normalized_template
+    from hetero_constructs.contract.lifecycle import Errors as TrainingErrors  # noqa: F401 (__all__)
     from hetero_constructs.deployability.plugin import (
         enable_deployability_checks as enable_deployability_checks,
     )
     from hetero_constructs.planning import Plan as Plan
     from hetero_constructs.planning import plan as plan
     from hetero_constructs.planning import validate as validate
-    from hetero_constructs.run.lifecycle import Errors as TrainingErrors  # noqa: F401 (__all__)
     from hetero_constructs.runs.training_run import RunInputError as RunInputError
     from hetero_constructs.runs.training_run import RunStatus as RunStatus
     from hetero_constructs.runs.training_run import TrainingRun as TrainingRun

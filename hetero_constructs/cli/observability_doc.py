@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.run.dashboard import RUN_VARIABLE, layout_text
+from hetero_constructs.contract.dashboard import RUN_VARIABLE, layout_text
 from hetero_constructs.runtime.metrics import data_host_line, data_rank_line
 
 #: The metric the page names (the trainers' data wait: whether the data hosts keep up).

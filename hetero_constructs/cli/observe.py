@@ -28,7 +28,7 @@ from hetero_constructs.cli.output import (
     duration_text,
 )
 from hetero_constructs.cli.targets import resolve_execution, resolve_state_machine
-from hetero_constructs.run.metrics import is_simulated
+from hetero_constructs.contract.metrics import is_simulated
 from hetero_constructs.runs.execution import (
     JobFinder,
     describe_execution,

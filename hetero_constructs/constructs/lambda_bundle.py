@@ -48,7 +48,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # (hetero_constructs.lambda_handlers, mapped by pyproject.toml's package-dir) when installed.
 _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 # The handlers and the pure-Python layers they validate with (no CDK, no CLI, no local runner).
-LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
+LAMBDA_LAYERS = ("spec", "service", "request", "contract", "checks", "planning.py", "handlers")
 # Modules of those layers the Lambda never imports: the construct-only rule ids, the
 # spec-field reference, the YAML reader and the spec-file writer (spec files only; the Lambda
 # gets its spec as JSON and its runtime has no PyYAML); the run's metrics and dashboard (the
@@ -60,8 +60,8 @@ LEFT_OUT = frozenset(
         "spec/file/safe_yaml.py",
         "spec/file/writer.py",
         "spec/reference.py",
-        "run/metrics.py",
-        "run/dashboard.py",
+        "contract/metrics.py",
+        "contract/dashboard.py",
     }
 )
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"

@@ -25,7 +25,7 @@ from constructs import Construct
 
 from hetero_constructs.constructs import nag, permissions
 from hetero_constructs.constructs.lambda_bundle import DATA_PATH
-from hetero_constructs.run import lifecycle
+from hetero_constructs.contract import lifecycle
 
 
 def newest_python_runtime() -> lambda_.Runtime:

@@ -18,9 +18,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.metrics import final_metrics, is_simulated
-from hetero_constructs.run.training_job import describe_training_job, error_code
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.metrics import final_metrics, is_simulated
+from hetero_constructs.contract.training_job import describe_training_job, error_code
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
 ATTEMPT_TAG = lifecycle.TAG_ATTEMPT

@@ -124,7 +124,7 @@ def test_package_holds_the_handlers_the_core_and_the_trimmed_model(package: Path
     assert {"handlers/submit.py", "handlers/events.py", "handlers/token_store.py"} <= archived
     assert "spec/reference.py" not in archived  # the spec-field reference generator
     assert "spec/file/safe_yaml.py" not in archived  # spec files only; no PyYAML in the Lambda
-    layers = ("spec/", "service/", "request/", "run/", "checks/", "handlers/")
+    layers = ("spec/", "service/", "request/", "contract/", "checks/", "handlers/")
     assert all(n.startswith(layers) or n in ("__init__.py", "planning.py") for n in archived)
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
 
@@ -311,8 +311,8 @@ def test_every_sagemaker_call_of_the_handlers_is_in_the_trimmed_model(package: P
     called = {
         methods[name]
         for path, source in handlers.items()
-        # The handlers and the run contract's AWS calls they share (run/training_job.py).
-        if path.startswith(("handlers/", "run/"))
+        # The handlers and the run contract's AWS calls they share (contract/training_job.py).
+        if path.startswith(("handlers/", "contract/"))
         for name in re.findall(r"\.(\w+)\(", source)
         if name in methods
     }

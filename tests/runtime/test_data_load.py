@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hetero_constructs.run.metrics import GroupMetrics, builtin_metric_definitions, groups_of
+from hetero_constructs.contract.metrics import GroupMetrics, builtin_metric_definitions, groups_of
 from hetero_constructs.runtime.data.arrays import describe
 from hetero_constructs.runtime.data.stats import HostLoad
 from hetero_constructs.runtime.metrics import DATA_HOST_NUMBERS, metric_regex
