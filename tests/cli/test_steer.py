@@ -201,7 +201,8 @@ def test_outcomes_scripted_while_serving_end_the_next_attempts_as_drills(
 ) -> None:
     account, marks = user_jobs
     url = account.url
-    code, text = cli("local", "script", CAPACITY, "--endpoint-url", url)
+    # Each drill ends as soon as the run's code is idle (the account's default is 20 s).
+    code, text = cli("local", "script", CAPACITY, "--job-duration", "0", "--endpoint-url", url)
     assert code == 0, text
     assert text.splitlines() == [
         "the next 1 training-job attempt(s) are drills (simulated: no code runs), in creation "
