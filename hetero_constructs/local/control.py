@@ -139,13 +139,16 @@ class ControlServer:
 
     @property
     def url(self) -> str:
+        """``http://127.0.0.1:PORT``."""
         port = self._server.server_address[1]
         return f"http://127.0.0.1:{port}"
 
     def start(self) -> None:
+        """Serve requests, from a thread of its own."""
         self._thread.start()
 
     def stop(self) -> None:
+        """Serve no more, and close the port."""
         if self._thread.is_alive():
             self._server.shutdown()
             self._thread.join()

@@ -68,6 +68,7 @@ class Script:
     then: str | None
 
     def lines(self) -> list[str]:
+        """What a person reads (``hetero-train local script``)."""
         after = "run for real" if self.then is None else f"are drills that end {self.then}"
         if not self.next:
             return [f"nothing scripted: the next training-job attempts {after}"]

@@ -25,8 +25,7 @@ import boto3
 import pytest
 
 from hetero_constructs.cli import main
-from hetero_constructs.local import LocalAccount
-from hetero_constructs.local.steering import NotServedAccount, ServedAccount, SteeringError
+from hetero_constructs.local import LocalAccount, NotServedAccount, ServedAccount, SteeringError
 from tests.fixtures.host_jobs import alive, marked_pids, wait_until
 from tests.fixtures.json_lines import records
 

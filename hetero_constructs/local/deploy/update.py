@@ -49,9 +49,12 @@ class StackChange:
 
     @property
     def changed(self) -> bool:
+        """Whether the deploy changed anything."""
         return bool(self.created or self.updated or self.kept or self.removed)
 
     def to_json(self) -> dict[str, Any]:
+        """A JSON record (``local deploy --json``), ``action`` one of created, updated,
+        unchanged."""
         return {
             "stack": self.stack,
             "action": "created" if self.new else "updated" if self.changed else "unchanged",
@@ -64,6 +67,8 @@ class StackChange:
 
     @classmethod
     def from_json(cls, record: dict[str, Any]) -> StackChange:
+        """The change ``to_json`` recorded."""
+
         def listed(key: str) -> list[str]:
             return [str(item) for item in record.get(key) or []]
 
@@ -172,6 +177,7 @@ class Redeployer(Deployer):
         }
 
     def of_type(self, kind: str) -> list[tuple[str, dict[str, Any]]]:
+        """The resources of ``kind`` to create or update (the unchanged ones left alone)."""
         # An event-invoke configuration is applied again: its function may be a new object.
         return [
             (lid, r)
@@ -180,6 +186,7 @@ class Redeployer(Deployer):
         ]
 
     def deploy(self) -> Any:
+        """Create and update as ``change`` says; the rules the template lost fire no more."""
         stack = super().deploy()
         if self._gone_rules:
             self.bus.rules = [r for r in self.bus.rules if r.name not in self._gone_rules]
