@@ -44,6 +44,7 @@ from hetero_constructs.local.hosts.layout import (
     lay_out,
     toolkit_environment,
 )
+from hetero_constructs.local.hosts.wrapper import descendants
 from hetero_constructs.runtime.config import BASE_DIR_ENV
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
@@ -65,14 +66,12 @@ _mounts_lock = threading.Lock()
 
 
 def private_mounts() -> tuple[bool, str]:
-    """Whether each host can get its own ``/opt/ml`` here (a private mount namespace), and
-    what to tell the user about it. Probed once per process."""
+    """Whether each host can get its own ``/opt/ml`` here (a private mount namespace, in a user
+    namespace for a normal user), and what to tell the user about it. Probed once per process;
+    nothing is created on this machine (where ``/opt/ml`` is missing, the namespace makes it)."""
     global _mounts
     with _mounts_lock:
         if _mounts is None:
-            if sys.platform.startswith("linux") and os.geteuid() == 0:
-                with contextlib.suppress(OSError):
-                    os.makedirs(CONTAINER_BASE, exist_ok=True)  # an empty mount point
             probe = subprocess.run(
                 [sys.executable, str(WRAPPER), "--probe"],
                 capture_output=True,
@@ -81,7 +80,8 @@ def private_mounts() -> tuple[bool, str]:
                 timeout=30,
             )
             if probe.returncode == 0:
-                _mounts = (True, f"each host sees its own {CONTAINER_BASE} (a mount namespace)")
+                how = "a mount namespace" if os.geteuid() == 0 else "a user and mount namespace"
+                _mounts = (True, f"each host sees its own {CONTAINER_BASE} ({how})")
             else:
                 why = probe.stderr.strip() or f"exit code {probe.returncode}"
                 _mounts = (
@@ -118,9 +118,16 @@ class _HostProcess:
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         self.readers: list[threading.Thread] = []
 
-    def signal(self, number: int) -> None:
+    def signal(self, number: int) -> list[int]:
+        """``number`` to the host's process group; SIGKILL also to every process below its
+        wrapper (a launcher's workers have groups of their own). The pids it killed."""
+        below = descendants(self.process.pid) if number == signal.SIGKILL else []
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, number)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, number)
+        return below
 
 
 class LocalJob:
@@ -372,24 +379,27 @@ class LocalJob:
         (nothing outlives the job)."""
         with self._lock:
             groups = [host.process.pid for host in self._hosts]
+            killed: list[int] = []
             for host in self._hosts:
-                host.signal(signal.SIGKILL)
+                killed += host.signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     host.process.wait(timeout=5)
         deadline = time.monotonic() + 5
-        while _running_in(groups) and time.monotonic() < deadline:
+        while _running_in(groups, killed) and time.monotonic() < deadline:
             time.sleep(_POLL)
 
 
-def _running_in(groups: list[int]) -> bool:
-    """Whether a process of these process groups still runs (zombies do not: they wait for a
-    parent to reap them). Linux's /proc; elsewhere, a signal-0 probe of each group."""
-    if not groups:
+def _running_in(groups: list[int], pids: list[int]) -> bool:
+    """Whether a process of these process groups, or one of ``pids``, still runs (zombies do
+    not: they wait for a parent to reap them). Linux's /proc; elsewhere, a signal-0 probe of
+    each group."""
+    if not groups and not pids:
         return False
     proc = Path("/proc")
     if not proc.is_dir():
         return any(_group_exists(group) for group in groups)
     wanted = set(groups)
+    others = set(pids)
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -397,7 +407,7 @@ def _running_in(groups: list[int]) -> bool:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if fields[0] != "Z" and int(fields[2]) in wanted:
+        if fields[0] != "Z" and (int(fields[2]) in wanted or int(entry.name) in others):
             return True
     return False
 
