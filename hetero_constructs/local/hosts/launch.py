@@ -23,14 +23,18 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hetero_constructs.local.hosts.data import JobSetupError
-from hetero_constructs.local.hosts.layout import Cluster, split, user_arguments
-from hetero_constructs.local.hosts.mpirun import mpi_command, smdataparallel_command
+from hetero_constructs.local.hosts.layout import Cluster, Host, split, user_arguments
+from hetero_constructs.local.hosts.mpirun import (
+    mpi_command,
+    on_each_host,
+    smdataparallel_command,
+)
 from hetero_constructs.runtime.data.topology import ADDRESSES_ENV
 from hetero_constructs.runtime.environment import TrainingEnvironment
 
@@ -56,8 +60,15 @@ def _truthy(value: Any) -> bool:
     return value is True or str(value).lower() == "true"
 
 
-def launch(cluster: Cluster, hyperparameters: Mapping[str, str], python: str) -> Launch:
-    """Each host's command and the job's shared variables (``JobSetupError``: it cannot run)."""
+def launch(
+    cluster: Cluster,
+    hyperparameters: Mapping[str, str],
+    python: str,
+    enter: Callable[[Host], list[str]] | None = None,
+) -> Launch:
+    """Each host's command and the job's shared variables (``JobSetupError``: it cannot run);
+    ``enter``: the command prefix that starts a process in a host's own ``/opt/ml`` (for the
+    MPI ranks of the group's other hosts; None: hosts have no mount namespaces)."""
     user, framework = split(hyperparameters)
     program = framework.get("sagemaker_program")
     if not program:
@@ -115,13 +126,16 @@ def launch(cluster: Cluster, hyperparameters: Mapping[str, str], python: str) ->
                 commands[host.name] = [python, "-c", "pass"]
                 continue
             interpreter = [python, "-m", "mpi4py"] if _has_module(python, "mpi4py") else [python]
+            run = [entry, *arguments]
             if mpi:
-                command = mpi_command(len(distributed), framework, interpreter, [entry, *arguments])
+                command = mpi_command(len(distributed), framework, interpreter, run)
             else:
                 command = smdataparallel_command(
-                    len(distributed), framework, host.instance_type, interpreter,
-                    [entry, *arguments],
-                )  # fmt: skip
+                    len(distributed), framework, host.instance_type, interpreter, run
+                )
+            if enter is not None:
+                prefixes = [[] if h == host else enter(h) for h in distributed]
+                command = on_each_host(command, len(interpreter) + len(run), prefixes)
             commands[host.name] = [mpirun, *command[1:]]
         else:
             commands[host.name] = [python, entry, *arguments]

@@ -11,6 +11,8 @@ with their ``--NCCL_DEBUG``), but where one machine differs:
 - ``--host localhost:<slots>`` for the group's hosts' slots (the hosts' names do not resolve here,
   and every rank starts on this machine), the loopback interface ``lo`` for ``eth0``, and
   ``127.0.0.1`` for the master's name;
+- where hosts get their own ``/opt/ml``, one app context per host (``on_each_host``): each
+  host's ranks start in that host's mount namespace, as they start in its container there;
 - ``--bind-to``/``--map-by`` with two dashes (Open MPI 5 reads ``-bind-to none`` as a program);
 - no ``-x NAME`` per variable nor ``LD_PRELOAD`` of the toolkit's ``gethostname`` shim: the ranks
   start on this machine with the host's whole environment (all see the first host's, as the
@@ -138,4 +140,28 @@ def smdataparallel_command(
     ]  # fmt: skip
 
 
-__all__ = ["LOCAL_INTERFACE", "custom_options", "mpi_command", "smdataparallel_command"]
+def on_each_host(command: list[str], program: int, prefixes: list[list[str]]) -> list[str]:
+    """``command`` with each host's ranks started through its own prefix (into that host's
+    ``/opt/ml``): one app context per host, ``-np`` split as ``--map-by slot`` places the ranks
+    over the hosts' slots (``program``: how many last words are the ranks' program). Unchanged
+    where no prefix is given or the ranks do not fill the slots exactly."""
+    at = command.index("-np")
+    ranks, hosts = int(command[at + 1]), len(prefixes)
+    slots = int(command[command.index("--host") + 1].rpartition(":")[2])
+    if not any(prefixes) or ranks != slots or slots % hosts:
+        return command
+    head, ranks_program = command[:at] + command[at + 2 : -program], command[-program:]
+    contexts: list[str] = []
+    for prefix in prefixes:
+        contexts += [*([":"] if contexts else []), "-np", str(slots // hosts)]
+        contexts += [*prefix, *ranks_program]
+    return head + contexts
+
+
+__all__ = [
+    "LOCAL_INTERFACE",
+    "custom_options",
+    "mpi_command",
+    "on_each_host",
+    "smdataparallel_command",
+]
