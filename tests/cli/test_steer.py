@@ -279,6 +279,11 @@ def test_a_running_job_interrupted_as_a_spot_reclaim_restarts_and_completes(
         "Starting", "Downloading", "Training", "Uploading", "Completed",
     ]  # fmt: skip
     assert all((marks / f"{h}.started2").exists() for h in hosts)  # resumed from checkpoints
+    # It trained from its first start: the time before the reclaim is the job's too.
+    first_start = described["SecondaryStatusTransitions"][1]["StartTime"]
+    assert described["TrainingStartTime"] == first_start
+    spent = described["TrainingEndTime"] - first_start
+    assert described["BillableTimeInSeconds"] == int(spent.total_seconds())
 
     # Nothing of it runs now; a name nothing has is exit 2, naming what would do.
     code, out = cli("local", "interrupt", "spot", "--endpoint-url", url)
