@@ -186,6 +186,33 @@ def test_stop_sends_sigterm_and_ends_stopped(tmp_path: Path) -> None:
     assert not [pid for pid in marked_pids(run.marks) if alive(pid)]
 
 
+@pytest.mark.parametrize("end", ["killed", "stopped", "exited"])
+def test_a_process_that_left_its_hosts_group_ends_with_the_job(tmp_path: Path, end: str) -> None:
+    """torchrun starts its workers in sessions of their own, out of reach of a signal to the
+    host's process group: they end with the job all the same, however it ends (killed as a
+    spot reclaim kills it, stopped, or its scripts exited leaving them behind)."""
+    run = Run(tmp_path, groups=[("train", 2)])
+    mode = "record" if end == "exited" else "wait"
+    job = run.job(hyperparameters={"mode": mode, "session": "new"})
+    job.start()
+    wait_until(lambda: len(list(run.marks.glob("*.helper"))) == 2, what="both hosts running")
+    helpers = [int(p.read_text()) for p in run.marks.glob("*.helper")]
+    assert all(os.getsid(pid) == pid for pid in helpers)  # each leads a session of its own
+    if end == "killed":
+        job.kill("Interrupted")
+    elif end == "stopped":
+        job.stop()
+    assert job.wait(60)
+    assert not [pid for pid in helpers if alive(pid)]
+
+
+def test_the_wrapper_looks_for_the_mark_the_engine_sets() -> None:
+    from hetero_constructs.local.hosts import wrapper
+    from hetero_constructs.local.hosts.processes import HOST_MARK_ENV
+
+    assert wrapper._MARK == HOST_MARK_ENV  # the wrapper runs as a script: it imports nothing
+
+
 def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
     run = Run(tmp_path, max_runtime=1)
     ending = finished(run.job(hyperparameters={"mode": "wait"}))
@@ -216,7 +243,8 @@ def test_a_missing_code_bundle_fails_with_the_fix(tmp_path: Path) -> None:
 
 
 def test_no_host_outlives_a_killed_parent(tmp_path: Path) -> None:
-    """SIGKILL the process that runs a job: its hosts and what they started die with it."""
+    """SIGKILL the process that runs a job: its hosts and what they started die with it, in
+    their process groups or not (the helpers here lead sessions of their own)."""
     run = Run(tmp_path, groups=[("train", 2)])
     (tmp_path / "parent.py").write_text(
         textwrap.dedent(f"""
@@ -225,7 +253,7 @@ def test_no_host_outlives_a_killed_parent(tmp_path: Path) -> None:
         from pathlib import Path
         from hetero_constructs.local.hosts import FolderStorage, LocalJob
         from tests.fixtures.host_jobs import request
-        hps = {{"mode": "wait", "marks": {str(run.marks)!r}}}
+        hps = {{"mode": "wait", "marks": {str(run.marks)!r}, "session": "new"}}
         job = LocalJob("orphan", request("orphan", "bucket", groups=[("train", 2)],
                        hyperparameters=hps), FolderStorage(Path({str(tmp_path / "s3")!r})),
                        Path({str(tmp_path / "orphan")!r}), on_line=lambda *a: None,

@@ -44,6 +44,12 @@ from hetero_constructs.local.hosts.layout import (
     lay_out,
     toolkit_environment,
 )
+from hetero_constructs.local.hosts.processes import (
+    HOST_MARK_ENV,
+    kill_marked,
+    new_mark,
+    still_running,
+)
 from hetero_constructs.runtime.config import BASE_DIR_ENV
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
@@ -111,16 +117,22 @@ class Ending:
 
 
 class _HostProcess:
-    def __init__(self, host: Host, process: subprocess.Popen[bytes]) -> None:
+    def __init__(self, host: Host, process: subprocess.Popen[bytes], mark: str) -> None:
         self.host = host
         self.process = process
+        self.mark = mark  # in the environment of every process of the host (``processes``)
+        self.killed: set[int] = set()  # the processes out of its group it sent SIGKILL
         self.code: int | None = None
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         self.readers: list[threading.Thread] = []
 
     def signal(self, number: int) -> None:
+        """``number`` to the host's process group; SIGKILL also to the processes that left
+        it (torchrun's workers: a SIGTERM reaches them through torchrun)."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, number)
+        if number == signal.SIGKILL:
+            self.killed.update(kill_marked([self.mark]))
 
 
 class LocalJob:
@@ -238,7 +250,7 @@ class LocalJob:
         self._hyperparameters = hyperparameters
         return hosts
 
-    def _environment(self, host: Host, mounted: bool) -> dict[str, str]:
+    def _environment(self, host: Host, mounted: bool, mark: str) -> dict[str, str]:
         base = CONTAINER_BASE if mounted else str(host.base)
         channels = (host.base / "input" / "config" / "inputdataconfig.json").read_text()
         environment = dict(os.environ)
@@ -260,6 +272,7 @@ class LocalJob:
                 "PYTHONUNBUFFERED": "1",
                 "TRAINING_JOB_NAME": self.name,
                 "CURRENT_HOST": host.name,
+                HOST_MARK_ENV: mark,
             }
         )
         if not mounted:
@@ -283,16 +296,17 @@ class LocalJob:
             with self._lock:
                 if self._stop_reason is not None:
                     raise _Stopped
+                mark = new_mark()
                 process = subprocess.Popen(
                     [*wrapper, "--", *command],
                     cwd=str(host.base / "code"),
-                    env=self._environment(host, mounted),
+                    env=self._environment(host, mounted, mark),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
                 )
-                running = _HostProcess(host, process)
+                running = _HostProcess(host, process, mark)
                 self._hosts.append(running)
             for stream, is_error in ((process.stdout, False), (process.stderr, True)):
                 reader = threading.Thread(
@@ -372,12 +386,17 @@ class LocalJob:
         (nothing outlives the job)."""
         with self._lock:
             groups = [host.process.pid for host in self._hosts]
+            marks = [host.mark for host in self._hosts]
             for host in self._hosts:
                 host.signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     host.process.wait(timeout=5)
+            killed = {pid for host in self._hosts for pid in host.killed}
         deadline = time.monotonic() + 5
-        while _running_in(groups) and time.monotonic() < deadline:
+        while time.monotonic() < deadline:
+            killed.update(kill_marked(marks))
+            if not _running_in(groups) and not still_running(killed):
+                break
             time.sleep(_POLL)
 
 

@@ -2,7 +2,9 @@
 
 ``wrapper.py [--mount BASE] -- COMMAND...``: leads the host's process group (the engine starts
 it in a new session), asks the kernel for SIGUSR1 when the engine's thread that started it dies
-(``prctl(PR_SET_PDEATHSIG)``) and then kills the whole group, so no host outlives a killed CLI.
+(``prctl(PR_SET_PDEATHSIG)``) and then kills the whole group and every process that carries the
+host's mark (``HETERO_LOCAL_HOST_MARK``: those that left the group, as torchrun's workers do),
+so no host outlives a killed CLI.
 With ``--mount``, it first enters a private mount namespace and binds ``BASE`` at ``/opt/ml``.
 It survives the SIGTERM the engine sends the group (the command gets it), waits for the command
 and exits with its status (``128 + N`` for a command killed by signal N).
@@ -23,6 +25,7 @@ _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 _TARGET = "/opt/ml"
+_MARK = "HETERO_LOCAL_HOST_MARK"  # processes.HOST_MARK_ENV (this script imports nothing of ours)
 
 
 def _libc() -> ctypes.CDLL:
@@ -57,6 +60,22 @@ def _probe() -> int:
     return 0
 
 
+def _kill_host(group: int) -> None:
+    """SIGKILL to the processes that carry this host's mark, then to its process group."""
+    mark = os.environ.get(_MARK)
+    if mark and os.path.isdir("/proc"):
+        wanted = f"{_MARK}={mark}".encode()
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open(f"/proc/{entry}/environ", "rb") as variables:
+                        if wanted in variables.read().split(b"\0"):
+                            os.kill(int(entry), signal.SIGKILL)
+                except OSError:
+                    continue  # gone, or not ours
+    os.killpg(group, signal.SIGKILL)
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--probe"]:
         return _probe()
@@ -66,11 +85,11 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--"]:
         argv = argv[1:]
     group = os.getpgrp()
-    signal.signal(signal.SIGUSR1, lambda *_: os.killpg(group, signal.SIGKILL))
+    signal.signal(signal.SIGUSR1, lambda *_: _kill_host(group))
     if sys.platform.startswith("linux"):
         _libc().prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1, 0, 0, 0)
         if os.getppid() == 1:  # the engine died before the request took effect
-            os.killpg(group, signal.SIGKILL)
+            _kill_host(group)
     if base is not None:
         try:
             _private_mount(base)
