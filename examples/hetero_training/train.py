@@ -37,7 +37,7 @@ Each rank checkpoints its model, optimiser, progress and data-plane position
 ``checkpoint_every`` steps and at each epoch's end. A restarted job (spot reclaim, retry)
 finds them there (SageMaker restores the checkpoint S3 URI into that path) and goes on
 mid-epoch where the checkpoint was taken, on its new data hosts: each data host's
-``make_batches`` starts a shard at ``shard.start`` (the batches the rank already trained on
+``shard_batches`` starts a shard at ``shard.start`` (the batches the rank already trained on
 are not made again, and the host logs ``resuming rank R's shard I of epoch E at batch B``).
 ``metrics.json`` lists each rank's row ids in the order it trained on them, per epoch, the
 part before a restart included (``ids_in_order``).
@@ -160,6 +160,42 @@ def synthetic_rows(count: int, seed: int, features: int = 8) -> list[list[float]
     return rows
 
 
+def shard_batches(
+    shard: data.Shard, scaled: Any, labels: Any, stats: dict[str, Any], settings: Settings
+) -> Iterator[dict[str, Any]]:
+    """One shard's augmented batches: the rows ``shard.index, shard.index + shard.count, ...``,
+    shuffled by ``(seed, epoch, shard)``, from batch ``shard.start`` on (a resumed rank has the
+    batches before it: they are not made again)."""
+    import numpy as np
+
+    ids = np.arange(shard.index, len(scaled), shard.count)
+    np.random.default_rng([settings.seed, shard.epoch, shard.index]).shuffle(ids)
+    starts = range(0, len(ids), settings.batch_size)
+    if shard.start:
+        log.info(
+            "resuming rank %d's shard %d of epoch %d at batch %d of %d (%d batches skipped, "
+            "not made)",
+            shard.rank,
+            shard.index,
+            shard.epoch,
+            shard.start,
+            len(starts),
+            min(shard.start, len(starts)),
+        )
+    for number in range(shard.start, len(starts)):
+        chunk = ids[starts[number] : starts[number] + settings.batch_size]
+        # Each batch's noise from a generator of its own: a resumed shard's batches are the
+        # ones the whole shard would have had, its skipped batches unmade.
+        rng = np.random.default_rng([settings.seed, shard.epoch, shard.index, number])
+        noise = rng.normal(0, settings.noise, (len(chunk), scaled.shape[1]))
+        yield {
+            "x": (scaled[chunk] + noise).astype(np.float32),
+            "y": labels[chunk].astype(np.float32),
+            "ids": chunk,
+            "stats": stats,
+        }
+
+
 def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
     """Normalise the training channel and stream augmented batches until the trainers end."""
     import numpy as np
@@ -177,41 +213,13 @@ def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
     scaled = ((features - mean) / std).astype(np.float32)
     stats = {"feature_mean": mean.tolist(), "feature_std": std.tolist()}
 
-    def make_batches(shard: data.Shard) -> Iterator[dict[str, Any]]:
-        ids = np.arange(shard.index, len(scaled), shard.count)
-        np.random.default_rng([settings.seed, shard.epoch, shard.index]).shuffle(ids)
-        starts = range(0, len(ids), settings.batch_size)
-        if shard.start:  # a restarted rank has the shard's first batches: they are not made
-            log.info(
-                "resuming rank %d's shard %d of epoch %d at batch %d of %d (%d batches skipped, "
-                "not made)",
-                shard.rank,
-                shard.index,
-                shard.epoch,
-                shard.start,
-                len(starts),
-                min(shard.start, len(starts)),
-            )
-        for number in range(shard.start, len(starts)):
-            chunk = ids[starts[number] : starts[number] + settings.batch_size]
-            # Each batch's noise from a generator of its own: a resumed shard's batches are
-            # the ones the whole shard would have had, its skipped batches unmade.
-            rng = np.random.default_rng([settings.seed, shard.epoch, shard.index, number])
-            noise = rng.normal(0, settings.noise, (len(chunk), scaled.shape[1]))
-            yield {
-                "x": (scaled[chunk] + noise).astype(np.float32),
-                "y": labels[chunk].astype(np.float32),
-                "ids": chunk,
-                "stats": stats,
-            }
-
     runtime.MetricsReporter.for_environment(env)  # this host's start line
 
     def reported(shard: data.Shard) -> Iterator[dict[str, Any]]:
         # In the worker process: this stream's rate, written when the trainer has taken it all.
         reporter = runtime.MetricsReporter.for_environment(env, announce=False)
         try:
-            for batch in make_batches(shard):
+            for batch in shard_batches(shard, scaled, labels, stats, settings):
                 yield batch
                 reporter.record(samples=len(batch["ids"]))
         finally:
