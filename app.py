@@ -37,20 +37,20 @@ from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
 from hetero_constructs import (
+    LAMBDA_RUNTIME,
     DistributedTraining,
     Framework,
     HeterogeneousTrainingJob,
     HeterogeneousTrainingTask,
     InstanceGroup,
     TrainingChannel,
+    TrainingDashboard,
     TrainingMetric,
     TrainingRunner,
     TrainingSpec,
     bucket_uri,
+    depend_on_policy_only,
 )
-from hetero_constructs.constructs.dashboard import TrainingDashboard
-from hetero_constructs.constructs.hygiene import depend_on_policy_only
-from hetero_constructs.constructs.runner_resources import RUNTIME
 
 EXAMPLE_CODE = Path(__file__).parent / "examples" / "hetero_training"
 PIPELINE_CODE = Path(__file__).parent / "examples" / "pipeline"
@@ -366,7 +366,7 @@ class HeteroTrainingPipelineStack(cdk.Stack):
         function = lambda_.Function(
             self,
             "PreprocessFunction",
-            runtime=RUNTIME,
+            runtime=LAMBDA_RUNTIME,
             handler="preprocess.handler",
             code=lambda_.Code.from_asset(str(PIPELINE_CODE), exclude=["**/__pycache__"]),
             role=role,

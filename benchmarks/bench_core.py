@@ -20,9 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hetero_constructs.planning import plan
-from hetero_constructs.spec.file.reader import load_spec_file
-from hetero_constructs.spec.training import TrainingSpec
+from hetero_constructs import TrainingSpec, load_spec_file, plan
 
 EXAMPLE = (
     Path(__file__).resolve().parents[1] / "examples" / "specs" / "hetero_torch_distributed.json"

@@ -44,6 +44,8 @@ class Plan:
         return self.context.effective_collective
 
     def request_or_raise(self, *, scope: str | None = None) -> dict[str, Any]:
+        """The request, or ``SpecValidationError`` with every violation (``scope``: where, in
+        its message)."""
         if self.request is None:
             raise SpecValidationError(self.violations, scope=scope)
         return self.request

@@ -40,10 +40,22 @@ def user_pipeline(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 @pytest.fixture
 def timeouts(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Executions' ``TimeoutSeconds`` that elapse when the test says so (``Timeouts.elapse``),
-    not after wall-clock seconds (``tests/fixtures/timeouts.py``)."""
+    """Executions' and states' ``TimeoutSeconds`` that elapse when the test says so
+    (``Timeouts.elapse``, ``elapse_state``), not after wall-clock seconds
+    (``tests/fixtures/timeouts.py``)."""
     from tests.fixtures.timeouts import Timeouts
 
     clock = Timeouts()
     clock.install(monkeypatch)
     return clock
+
+
+@pytest.fixture
+def redrive_parts(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """When each Parallel branch's and Map iteration's end is recorded for a redrive
+    (``tests/fixtures/redrive_parts.py``)."""
+    from tests.fixtures.redrive_parts import RedriveParts
+
+    parts = RedriveParts()
+    parts.install(monkeypatch)
+    return parts

@@ -22,7 +22,7 @@ LAYERS = (
     "hetero_constructs.jsii_node",  # which Node runs jsii: standard library only
     "hetero_constructs.spec",  # what a user declares: value objects, field checks, spec files
     "hetero_constructs.service",  # what SageMaker accepts: botocore's model, the catalogue
-    "hetero_constructs.run",  # the run contract: lifecycle, job names, execution overrides
+    "hetero_constructs.contract",  # the run contract: lifecycle, job names, execution overrides
     "hetero_constructs.request",  # the CreateTrainingJob request of a spec where it deploys
     "hetero_constructs.checks",  # the rules and their registry
     "hetero_constructs.planning",  # validate and build in one step

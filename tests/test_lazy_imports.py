@@ -36,10 +36,10 @@ def modules_after(statement: str) -> list[str]:
 
 
 def test_one_core_module_imports_only_that_module() -> None:
-    assert modules_after("from hetero_constructs.run import lifecycle") == [
+    assert modules_after("from hetero_constructs.contract import lifecycle") == [
         "hetero_constructs",
-        "hetero_constructs.run",
-        "hetero_constructs.run.lifecycle",
+        "hetero_constructs.contract",
+        "hetero_constructs.contract.lifecycle",
     ]
     assert modules_after("import hetero_constructs") == ["hetero_constructs"]
 

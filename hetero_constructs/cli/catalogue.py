@@ -13,8 +13,8 @@ from typing import Any
 # Each import registers the rules its layer reports.
 from hetero_constructs.checks import construct_rules as _construct_rules
 from hetero_constructs.checks.registry import TOPICS
+from hetero_constructs.contract import overrides as _overrides
 from hetero_constructs.deployability import catalogue as _quotas
-from hetero_constructs.run import overrides as _overrides
 from hetero_constructs.spec.file import rules as _file_rules
 from hetero_constructs.spec.rule_registry import (
     CONSTRUCT,

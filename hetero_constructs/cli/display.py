@@ -28,7 +28,7 @@ from hetero_constructs.cli.output import (
     json_default,
     print_renderable,
 )
-from hetero_constructs.run.metrics import final_metrics, is_simulated
+from hetero_constructs.contract.metrics import final_metrics, is_simulated
 from hetero_constructs.runs.execution import (
     TrainingJob,
     describe_event,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hetero_constructs.run import lifecycle
+from hetero_constructs.contract import lifecycle
 
 
 def instance_types(request: dict[str, Any]) -> list[str]:

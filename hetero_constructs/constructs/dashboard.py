@@ -1,6 +1,6 @@
 """``TrainingDashboard``: the CloudWatch dashboard of one training task or job.
 
-The body comes from ``hetero_constructs.run.dashboard`` (one row per instance group, the job's
+The body comes from ``hetero_constructs.contract.dashboard`` (one row per instance group, the job's
 own metrics, the runner), rendered with the stack's ``to_json_string`` so that the state
 machine's ARN, the dead-letter queue's name and the region may be tokens.
 ``HeterogeneousTrainingJob.add_dashboard()`` makes one for a job; for a task in a state machine
@@ -16,8 +16,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from hetero_constructs.run.dashboard import DashboardInputs, dashboard_body
-from hetero_constructs.run.metrics import groups_of
+from hetero_constructs.contract.dashboard import DashboardInputs, dashboard_body
+from hetero_constructs.contract.metrics import groups_of
 
 if TYPE_CHECKING:
     from hetero_constructs.constructs.task import HeterogeneousTrainingTask

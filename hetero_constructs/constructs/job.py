@@ -36,9 +36,9 @@ from hetero_constructs.constructs.props import (
 from hetero_constructs.constructs.runner import ContainingStateMachine, TrainingRunner
 from hetero_constructs.constructs.task import OwnStateMachineTask
 from hetero_constructs.constructs.tokens import is_token
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.overrides import apply_overrides
 from hetero_constructs.planning import plan
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.overrides import apply_overrides
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.file.writer import spec_to_dict
 from hetero_constructs.spec.violations import SpecValidationError, Violation

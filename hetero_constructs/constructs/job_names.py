@@ -12,7 +12,7 @@ from typing import Any, TypeGuard
 
 from hetero_constructs.checks.construct_rules import BASE_JOB_NAME_RULE, JOB_NAME_RULE
 from hetero_constructs.constructs.tokens import is_token
-from hetero_constructs.run.naming import sanitize_name
+from hetero_constructs.contract.naming import sanitize_name
 from hetero_constructs.spec.training import TrainingSpec
 from hetero_constructs.spec.violations import Violation
 

@@ -48,7 +48,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[1]
 # (hetero_constructs.lambda_handlers, mapped by pyproject.toml's package-dir) when installed.
 _CHECKOUT_HANDLERS = PACKAGE_ROOT.parent / "lambda"
 # The handlers and the pure-Python layers they validate with (no CDK, no CLI, no local runner).
-LAMBDA_LAYERS = ("spec", "service", "request", "run", "checks", "planning.py", "handlers")
+LAMBDA_LAYERS = ("spec", "service", "request", "contract", "checks", "planning.py", "handlers")
 # Modules of those layers the Lambda never imports: the construct-only rule ids, the
 # spec-field reference, the YAML reader and the spec-file writer (spec files only; the Lambda
 # gets its spec as JSON and its runtime has no PyYAML); the run's metrics and dashboard (the
@@ -60,8 +60,8 @@ LEFT_OUT = frozenset(
         "spec/file/safe_yaml.py",
         "spec/file/writer.py",
         "spec/reference.py",
-        "run/metrics.py",
-        "run/dashboard.py",
+        "contract/metrics.py",
+        "contract/dashboard.py",
     }
 )
 CACHE_ROOT = Path(tempfile.gettempdir()) / "hetero-constructs"
@@ -144,7 +144,6 @@ def lambda_source() -> Path:
 
 
 def _core_files() -> Iterator[tuple[str, Path]]:
-    yield "hetero_constructs/__init__.py", PACKAGE_ROOT / "__init__.py"
     paths: list[Path] = []
     for layer in LAMBDA_LAYERS:
         location = PACKAGE_ROOT / layer
@@ -163,9 +162,10 @@ def _handler_files() -> Iterator[tuple[str, Path]]:
 MODULE_ARCHIVE = "hetero_constructs/_modules.xz"
 # The package's own ``hetero_constructs/__init__.py``: it serves the core's modules from one
 # solid LZMA archive (a zip compresses each file alone: the core's 30 sources shrink to 43 KB
-# together against 65 KB apart), then runs the real package ``__init__``. Its ``_Archive``
-# finds and loads ``hetero_constructs.*`` from the archive (tracebacks show the source). No
-# docstrings: every byte of it ships in the package.
+# together against 65 KB apart). It stands in for the real package ``__init__``: the handlers
+# import no top-level name, and most of those are the constructs', which the Lambda lacks. Its
+# ``_Archive`` finds and loads ``hetero_constructs.*`` from the archive (tracebacks show the
+# source). No docstrings: every byte of it ships in the package.
 _BOOTSTRAP = """import importlib.abc as _abc
 import importlib.machinery as _machinery
 import lzma as _lzma
@@ -212,7 +212,6 @@ class _Archive(_abc.MetaPathFinder, _abc.InspectLoader):
 
 
 _sys.meta_path.insert(0, _Archive())
-exec(compile(_SOURCES["__init__.py"], __file__, "exec"))
 """
 
 

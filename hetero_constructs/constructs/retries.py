@@ -13,7 +13,7 @@ from typing import Any
 from aws_cdk import Duration
 from aws_cdk import aws_stepfunctions as sfn
 
-from hetero_constructs.run import lifecycle
+from hetero_constructs.contract import lifecycle
 
 # Step Functions' own errors for a Lambda invoke that did not complete; the submission is
 # idempotent per attempt (see hetero_constructs/handlers/submit.py), so retrying them is safe.

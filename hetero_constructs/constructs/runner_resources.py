@@ -25,7 +25,7 @@ from constructs import Construct
 
 from hetero_constructs.constructs import nag, permissions
 from hetero_constructs.constructs.lambda_bundle import DATA_PATH
-from hetero_constructs.run import lifecycle
+from hetero_constructs.contract import lifecycle
 
 
 def newest_python_runtime() -> lambda_.Runtime:
@@ -39,7 +39,7 @@ def newest_python_runtime() -> lambda_.Runtime:
     return getattr(lambda_.Runtime, f"PYTHON_{major}_{minor}")  # type: ignore[no-any-return]
 
 
-RUNTIME = newest_python_runtime()
+LAMBDA_RUNTIME = newest_python_runtime()
 # What Step Functions needs of the role of the library's own state machines: invoking the
 # submit function, log delivery and X-Ray (neither of the last two has resource-level permissions).
 _LOG_DELIVERY_ACTIONS = [
@@ -129,7 +129,7 @@ def runner_function(
     function = lambda_.Function(
         scope,
         f"{name}Function",
-        runtime=RUNTIME,
+        runtime=LAMBDA_RUNTIME,
         handler=handler,
         code=code,
         role=role,
@@ -343,7 +343,7 @@ def state_machine_logs(
 
 
 __all__ = [
-    "RUNTIME",
+    "LAMBDA_RUNTIME",
     "alarms",
     "dead_letter_queue",
     "event_rules",

@@ -20,9 +20,9 @@ from hetero_constructs.checks.construct_rules import (
     TIMEOUT_TOKEN_RULE,
 )
 from hetero_constructs.constructs.tokens import is_token
+from hetero_constructs.contract.metrics import metric_definitions
 from hetero_constructs.request.context import Deployment, RuleContext
 from hetero_constructs.request.image_uri import image_repository, image_tag
-from hetero_constructs.run.metrics import metric_definitions
 from hetero_constructs.service import catalog
 from hetero_constructs.service import model as service_model
 from hetero_constructs.spec.file.reader import read_spec_file

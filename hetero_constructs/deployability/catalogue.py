@@ -52,7 +52,7 @@ def quota_by_id(quota_id: str) -> Quota:
 _HEADER = """# Deployability checks
 
 Quotas that CloudFormation does not check before it starts a deploy, and that then fail it
-halfway. `enable_deployability_checks(scope)` (`hetero_constructs.deployability.plugin`) measures
+halfway. `enable_deployability_checks(scope)` (a top-level name of the library) measures
 them on every template of the app at synth and fails the synth with a violation naming the
 rule id, the construct path, the measured size and the limit, and the fix;
 `python -m hetero_constructs.deployability.catalogue cdk.out/*.template.json` checks templates

@@ -13,10 +13,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.naming import RunSlot
+from hetero_constructs.contract.training_job import describe_training_job as describe
 from hetero_constructs.handlers.data_secret import DATA_SECRET_ENV
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.naming import RunSlot
-from hetero_constructs.run.training_job import describe_training_job as describe
 
 if TYPE_CHECKING:
     from hetero_constructs.spec.violations import Violation
@@ -76,9 +76,9 @@ def prepare(event: dict[str, Any], name_of: Any, variant: int = 0) -> tuple[dict
     The rules load here, on the first submission, not when the handler is imported: the
     lifecycle paths of a cold start never need them.
     """
+    from hetero_constructs.contract.overrides import apply_overrides
     from hetero_constructs.planning import plan
     from hetero_constructs.request.context import Deployment
-    from hetero_constructs.run.overrides import apply_overrides
     from hetero_constructs.spec import variants
     from hetero_constructs.spec.file.reader import read_spec
 

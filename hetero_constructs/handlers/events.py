@@ -28,9 +28,9 @@ from typing import Any, TypeVar
 import boto3
 from botocore.exceptions import ClientError
 
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.training_job import describe_training_job as _describe
 from hetero_constructs.handlers import control, environment, outcome, task_history, token_store
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.training_job import describe_training_job as _describe
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -15,9 +15,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.training_job import error_code
 from hetero_constructs.handlers import token_store
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.training_job import error_code
 
 TERMINAL = lifecycle.TERMINAL_JOB_STATUSES
 MAX_CAUSE = 32768

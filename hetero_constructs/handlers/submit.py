@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from botocore.exceptions import ClientError
 
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.naming import attempt_job_name
 from hetero_constructs.handlers import (
     control,
     environment,
@@ -40,8 +42,6 @@ from hetero_constructs.handlers.attempt import (
     with_markers,
 )
 from hetero_constructs.handlers.data_secret import with_data_secret
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.naming import attempt_job_name
 
 if TYPE_CHECKING:
     from hetero_constructs.spec.violations import Violation

@@ -19,7 +19,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from hetero_constructs.run import lifecycle
+from hetero_constructs.contract import lifecycle
 
 #: The events that close one attempt of a task, and whether it kept a success.
 TASK_ENDS = {

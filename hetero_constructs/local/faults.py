@@ -133,6 +133,8 @@ class Faults:
         return None
 
     def take_stop(self, names: set[str]) -> bool:
+        """Whether a function of ``names`` is to stop its execution now (the local cloud asks
+        before each invocation; each ``stop_execution_during`` fault counts down)."""
         with self._lock:
             for fault in self.stops:
                 if fault.times > 0 and fault.function in names:
@@ -141,6 +143,8 @@ class Faults:
         return False
 
     def take_throttle(self, service: str, operation: str) -> str | None:
+        """The error code to throttle this call with, or None (each ``throttle`` fault counts
+        down)."""
         with self._lock:
             for fault in self.throttles:
                 if fault.times > 0 and (fault.service, fault.operation) == (service, operation):

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hetero_constructs.contract.metrics import SIMULATED_STATUS_PREFIX
 from hetero_constructs.local.attempts import (
     DEFAULT_FAILURE_REASON,
     OUTCOME_STATUSES,
@@ -43,7 +44,6 @@ from hetero_constructs.local.simulation import (
     hosts,
     stages,
 )
-from hetero_constructs.run.metrics import SIMULATED_STATUS_PREFIX
 
 JOB_EVENT_SOURCE = "aws.sagemaker"
 JOB_EVENT_TYPE = "SageMaker Training Job State Change"
@@ -104,6 +104,11 @@ class TrainingJobs:
                 self.failure_reason = failure_reason
             if job_duration is not None:
                 self.job_duration = job_duration
+
+    def scripted(self) -> list[Outcome]:
+        """The outcomes scripted for the next attempts, in creation order (not yet taken)."""
+        with self._lock:
+            return list(self._outcomes)
 
     def running(self) -> list[str]:
         """Jobs that are InProgress or Stopping: the ones the run loop ends."""

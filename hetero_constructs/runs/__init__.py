@@ -6,7 +6,7 @@ will), ``execution`` (the execution and the training jobs it created), ``logs`` 
 log lines labelled with its instance group), ``watch`` (what is new at each poll), ``stop``,
 ``metrics`` (each metric of a run over time, and its final value) and ``training_run``
 (``TrainingRun``, the Python API).
-Not to be confused with ``hetero_constructs.run``, the contract the handlers share.
+Not to be confused with ``hetero_constructs.contract``, the contract the handlers share.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import botocore.loaders
 import botocore.session
 from botocore.config import Config
 
-from hetero_constructs.run.training_job import error_code
+from hetero_constructs.contract.training_job import error_code
 
 # The SDK's standard retry mode rides out throttling while a run is followed.
 CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 8})

@@ -15,10 +15,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hetero_constructs.contract.naming import preview_job_name
+from hetero_constructs.contract.overrides import apply_overrides
 from hetero_constructs.planning import plan
 from hetero_constructs.request.context import Deployment
-from hetero_constructs.run.naming import preview_job_name
-from hetero_constructs.run.overrides import apply_overrides
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.violations import Violation
 

@@ -62,6 +62,7 @@ class LogLine:
         return " ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        """The line as JSON values (the timestamp in ISO 8601)."""
         return {
             "timestamp": self.timestamp.isoformat(),
             "job": self.job,

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from hetero_constructs.run.metrics import MetricValue, final_metrics, group_of_metric, select_group
+from hetero_constructs.contract.metrics import (
+    MetricValue,
+    final_metrics,
+    group_of_metric,
+    select_group,
+)
 from hetero_constructs.runs.execution import TrainingJob, read_run, utc_now
 from hetero_constructs.runtime.config import HOMOGENEOUS_GROUP
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from hetero_constructs.run import lifecycle
-from hetero_constructs.run.training_job import error_code
+from hetero_constructs.contract import lifecycle
+from hetero_constructs.contract.training_job import error_code
 
 STATE_MACHINE_OUTPUT_PREFIX = lifecycle.STATE_MACHINE_OUTPUT_PREFIX
 #: How a served local account (``hetero-train local serve``) describes each state machine of a

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from hetero_constructs.run.metrics import final_metrics
+from hetero_constructs.contract.metrics import final_metrics
 from hetero_constructs.runs.clients import CLIENT_CONFIG, RunClients, new_session
 from hetero_constructs.runs.execution import (
     TrainingJob,

@@ -13,8 +13,8 @@ and then, every interval, for its group::
     [hetero-train] instance_group=gpu samples_per_second=812.5 data_wait_fraction=0.0312
 
 The constructs add one metric definition per group for each of the two numbers
-(``hetero_constructs.run.metrics``); ``hetero-train logs --group`` labels a host's lines with its
-group from its start line on. Typical use::
+(``hetero_constructs.contract.metrics``); ``hetero-train logs --group`` labels a host's lines with
+its group from its start line on. Typical use::
 
     reporter = MetricsReporter.for_environment(TrainingEnvironment())   # writes the start line
     for batch in reporter.timed(batches):       # measures the wait for each batch

@@ -1,7 +1,7 @@
 """The one registry of every rule id the project reports, with its doc.
 
 Each layer registers the rules it reports where it reports them: the spec file's and the
-types' rules (``spec``), the execution input's (``run.overrides``), the synth-time checks
+types' rules (``spec``), the execution input's (``contract.overrides``), the synth-time checks
 (``checks.base.rule``, whose entries carry their check function: ``checks.base.Rule``), the
 constructs' (``checks.construct_rules``) and the deployability quotas
 (``deployability.quota.quota``). ``hetero-train rules`` and ``docs/rules.md`` are generated

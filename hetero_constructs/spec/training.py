@@ -283,6 +283,7 @@ class TrainingSpec:
     # -- derived views used by rules and the request builder --------------------------------
 
     def group(self, name: str) -> InstanceGroup | None:
+        """The instance group named ``name``, or None."""
         for group in self.instance_groups:
             if group.name == name:
                 return group

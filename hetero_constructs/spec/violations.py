@@ -229,6 +229,7 @@ class Violation:
         return f"{self.severity} {self}"
 
     def to_dict(self) -> dict[str, str]:
+        """``rule``, ``path``, ``message``, and ``severity`` unless it is an error."""
         found = {"rule": self.rule, "path": self.path, "message": self.message}
         if self.severity != "error":
             found["severity"] = self.severity
@@ -324,6 +325,7 @@ class SpecValidationError(ValueError):
         return "\n".join(lines)
 
     def with_scope(self, scope: str) -> SpecValidationError:
+        """The same violations, the message saying where (``... in <scope>``)."""
         return SpecValidationError(self.violations, scope=scope)
 
 

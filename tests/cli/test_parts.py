@@ -15,7 +15,7 @@ from hetero_constructs.cli.aws import AwsOptions
 from hetero_constructs.cli.inputs import read_input
 from hetero_constructs.cli.output import CliError
 from hetero_constructs.cli.plan import PLACEHOLDER_ROLE_ARN
-from hetero_constructs.run.naming import preview_job_name
+from hetero_constructs.contract.naming import preview_job_name
 from hetero_constructs.runs.inputs import check_input, find_submit_tasks
 from hetero_constructs.runs.logs import TRAINING_LOG_GROUP, HostGroups, JobLogs
 from tests.fixtures.fake_stack import definition

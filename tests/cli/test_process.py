@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.cli.aws import AwsOptions
-from hetero_constructs.run.naming import preview_job_name
+from hetero_constructs.contract.naming import preview_job_name
 from tests.fixtures.fake_stack import (
     CONSTRUCT_PATH,
     MOTO_CONFIG,

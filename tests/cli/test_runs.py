@@ -14,7 +14,7 @@ import pytest
 from hetero_constructs.cli import main
 from hetero_constructs.cli.follow import EXIT_INTERRUPTED, follow_run
 from hetero_constructs.cli.output import make_console
-from hetero_constructs.run.naming import preview_job_name
+from hetero_constructs.contract.naming import preview_job_name
 from hetero_constructs.runs.clients import RunClients
 from tests.fixtures.fake_stack import CONSTRUCT_PATH, PREFIX, STACK, FakeStack, Scenario
 

@@ -15,7 +15,7 @@ from hetero_constructs import (
     TrainingDashboard,
     TrainingMetric,
 )
-from hetero_constructs.run.dashboard import widget_metric_names
+from hetero_constructs.contract.dashboard import widget_metric_names
 from tests.fixtures.construct_specs import spec, stack
 
 LOSS = TrainingMetric("loss", "loss=([0-9.]+)")

@@ -18,7 +18,7 @@ from hetero_constructs.constructs.props import (
     HeterogeneousTrainingProps,
     HeterogeneousTrainingTaskProps,
 )
-from hetero_constructs.run.lifecycle import Errors
+from hetero_constructs.contract.lifecycle import Errors
 from tests.fixtures.construct_specs import spec, stack
 from tests.fixtures.templates import definitions
 

@@ -38,13 +38,9 @@ from tests.fixtures.cancellation import (
     status,
     wait_for,
 )
-from tests.fixtures.cancelling_stacks import (
-    GATE_ERROR,
-    TIMED_MARGIN,
-    TIMED_MAX_RUN,
-    CancellingStack,
-)
+from tests.fixtures.cancelling_stacks import GATE_ERROR, CancellingStack
 from tests.fixtures.harness import Harness, on_calls, reconcile_passes, record_calls
+from tests.fixtures.timeouts import Timeouts
 
 
 @pytest.fixture(scope="module")
@@ -186,12 +182,14 @@ def test_a_distributed_map_over_its_tolerated_failures_closes_its_other_iteratio
     assert failure["Error"] == "States.ExceedToleratedFailureThreshold"
 
 
-def test_a_task_timed_out_under_a_catch_loses_its_job(harness: Harness) -> None:
+def test_a_task_timed_out_under_a_catch_loses_its_job(harness: Harness, timeouts: Timeouts) -> None:
     cloud, gates = harness.cloud, Gates(harness.cloud)
     execution = start(cloud, "cancel-timeout", "timeout")
     jobs = tokens_of(harness, job_running(harness))
-    # Nothing answers the task: its TimeoutSeconds (max_run + margin) elapses, the Catch holds.
-    gates.waiting("hold", seconds=TIMED_MAX_RUN + TIMED_MARGIN + 20)
+    # Nothing answers the task: its TimeoutSeconds (max_run + margin) elapses once its job runs,
+    # however long the submit took; the Catch holds.
+    timeouts.elapse_state()
+    gates.waiting("hold")
     stopped_by_one_reconcile_pass(harness, execution, jobs)
     assert released(harness, gates, execution)["failure"]["Error"] == "States.Timeout"
 

@@ -19,8 +19,8 @@ import pytest
 
 from hetero_constructs import TrainingErrors
 from hetero_constructs.constructs.retries import DEFAULT_CAPACITY_RETRY
+from hetero_constructs.contract.naming import MAX_JOB_NAME
 from hetero_constructs.local import LocalCloud
-from hetero_constructs.run.naming import MAX_JOB_NAME
 from tests.fixtures.composed_stacks import ComposedStack, ManyTasksStack, NestedStack
 
 CAPACITY = "Failed:CapacityError: Unable to provision requested ML compute capacity."

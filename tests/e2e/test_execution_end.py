@@ -28,8 +28,8 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from hetero_constructs import HeterogeneousTrainingTask
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.local import LocalCloud
-from hetero_constructs.run import lifecycle
 from tests.fixtures.construct_specs import spec
 from tests.fixtures.harness import Harness, reconcile_passes, record_calls
 from tests.fixtures.timeouts import Timeouts

@@ -21,8 +21,8 @@ import boto3
 import pytest
 
 from hetero_constructs.constructs.retries import DEFAULT_CAPACITY_RETRY
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.local import ExecutionResult, LocalCloud
-from hetero_constructs.run import lifecycle
 from tests.fixtures.example_app import Synthesized
 from tests.fixtures.harness import Harness, on_calls, reconcile_passes, record_calls
 
@@ -478,9 +478,9 @@ def test_a_job_pre_created_under_our_name_is_never_adopted(
 
 def take_the_slot_s_first_name(harness: Harness, *, completed: bool = False) -> str:
     """Someone creates a job under the name of the run's first attempt, with every marker tag a
-    run would give it (computed with ``hetero_constructs.run.naming`` from what the execution
+    run would give it (computed with ``hetero_constructs.contract.naming`` from what the execution
     shows), their role and their bucket; ``completed``: their job has already ended so."""
-    from hetero_constructs.run.naming import RunSlot, attempt_job_name
+    from hetero_constructs.contract.naming import RunSlot, attempt_job_name
 
     cloud = harness.cloud
     theirs = boto3.session.Session().client("sagemaker", region_name=cloud.region)

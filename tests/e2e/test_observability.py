@@ -18,9 +18,9 @@ import pytest
 
 from hetero_constructs.cli import main
 from hetero_constructs.cli.metrics import chart
+from hetero_constructs.contract.dashboard import widget_metric_names
+from hetero_constructs.contract.metrics import MetricValue, builtin_metric_definitions
 from hetero_constructs.local import LocalCloud
-from hetero_constructs.run.dashboard import widget_metric_names
-from hetero_constructs.run.metrics import MetricValue, builtin_metric_definitions
 from hetero_constructs.runs.metrics import MetricSeries
 from hetero_constructs.runtime.metrics import START_LINE
 from tests.fixtures.example_app import Synthesized

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.handlers import events, submit, token_store
-from hetero_constructs.run import lifecycle
 from tests.fixtures.handler_world import HandlerWorld
 
 

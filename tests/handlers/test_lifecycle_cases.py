@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.handlers import events, submit, token_store
-from hetero_constructs.run import lifecycle
 from hetero_constructs.spec.violations import MORE_VIOLATIONS_RULE, Violation, bounded
 from tests.fixtures.handler_world import HandlerWorld
 

@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.handlers import events, submit, token_store
-from hetero_constructs.run import lifecycle
 from tests.fixtures.handler_world import HandlerWorld, handler_world
 
 # Three entries of one task that start together, a Map over the items [0, 0, 1]: entries 0 and

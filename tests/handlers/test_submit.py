@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.handlers import submit, token_store
-from hetero_constructs.run import lifecycle
 from tests.fixtures.handler_world import HandlerWorld
 
 

@@ -206,13 +206,6 @@ def test_a_process_that_left_its_hosts_group_ends_with_the_job(tmp_path: Path, e
     assert not [pid for pid in helpers if alive(pid)]
 
 
-def test_the_wrapper_looks_for_the_mark_the_engine_sets() -> None:
-    from hetero_constructs.local.hosts import wrapper
-    from hetero_constructs.local.hosts.processes import HOST_MARK_ENV
-
-    assert wrapper._MARK == HOST_MARK_ENV  # the wrapper runs as a script: it imports nothing
-
-
 def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
     run = Run(tmp_path, max_runtime=1)
     ending = finished(run.job(hyperparameters={"mode": "wait"}))

@@ -18,6 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from hetero_constructs.local import LocalCloud
+from tests.fixtures.redrive_parts import RedriveParts
 from tests.fixtures.timeouts import Timeouts
 
 #: The state machine's timeout: it elapses only when a test says so (the ``timeouts`` fixture),
@@ -89,7 +90,7 @@ class Machine:
 
     def task(self) -> dict[str, Any]:
         """The next message of the waiting task: its token and input."""
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             for message in self.sqs.receive_message(QueueUrl=self.queue).get("Messages", []):
                 self.sqs.delete_message(QueueUrl=self.queue, ReceiptHandle=message["ReceiptHandle"])
@@ -97,7 +98,7 @@ class Machine:
             time.sleep(0.05)
         raise AssertionError("the task never sent its token")
 
-    def ended(self, arn: str, timeout: float = 10) -> dict[str, Any]:
+    def ended(self, arn: str, timeout: float = 60) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             described = dict(self.stepfunctions.describe_execution(executionArn=arn))
@@ -253,7 +254,7 @@ def _parallel_template(queue: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("how", ["FAILED", "ABORTED"])
 def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
-    cloud: LocalCloud, how: str
+    cloud: LocalCloud, redrive_parts: RedriveParts, how: str
 ) -> None:
     sqs, stepfunctions = cloud.client("sqs"), cloud.client("stepfunctions")
     queue = sqs.create_queue(QueueName="sides")["QueueUrl"]
@@ -262,7 +263,7 @@ def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
         "executionArn"
     ]
 
-    def tokens(count: int, wait: float = 10) -> dict[str, str]:
+    def tokens(count: int, wait: float = 60) -> dict[str, str]:
         found: dict[str, str] = {}
         deadline = time.monotonic() + wait
         while len(found) < count and time.monotonic() < deadline:
@@ -274,19 +275,14 @@ def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
 
     first = tokens(2)
     stepfunctions.send_task_success(taskToken=first["Left"], output='{"left": 1}')
-    # The right branch ends the run once the left one has ended (before that, the left one is
-    # stopped with the run and is not a success).
-    while not any(
-        e["type"] == "TaskStateExited" and e["stateExitedEventDetails"]["name"] == "Left"
-        for e in cloud.history(arn)
-    ):
-        time.sleep(0.02)
-    time.sleep(0.5)  # the branch's program returns just after its last event
+    # The right branch ends the run once the left one's success is recorded (before that, the
+    # left one is stopped with the run and is not a success).
+    redrive_parts.wait_succeeded("Left")
     if how == "FAILED":
         stepfunctions.send_task_failure(taskToken=first["Right"], error="Right.Failed")
     else:
         stepfunctions.stop_execution(executionArn=arn)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 60
     while stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING":
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -296,7 +292,7 @@ def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
     assert list(again) == ["Right"]  # the left branch succeeded: it is not run again
     stepfunctions.send_task_success(taskToken=again["Right"], output='{"right": 2}')
     while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline + 10
+        assert time.monotonic() < deadline + 60
         time.sleep(0.05)
     assert described["status"] == "SUCCEEDED", described
     assert json.loads(described["output"]) == [{"left": 1}, {"right": 2}]
@@ -309,7 +305,9 @@ def test_a_redriven_parallel_runs_only_the_branch_that_did_not_succeed(
     assert tokens(1, wait=1) == {}  # no late message of a left branch run again
 
 
-def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(cloud: LocalCloud) -> None:
+def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(
+    cloud: LocalCloud, redrive_parts: RedriveParts
+) -> None:
     sqs, stepfunctions = cloud.client("sqs"), cloud.client("stepfunctions")
     queue = sqs.create_queue(QueueName="items")["QueueUrl"]
     waiting = {
@@ -340,7 +338,7 @@ def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(cloud: Loca
         stateMachineArn=cloud.state_machine(), name="map", input='{"items": [0, 1, 2]}'
     )["executionArn"]
 
-    def tokens(count: int, wait: float = 10) -> dict[int, str]:
+    def tokens(count: int, wait: float = 60) -> dict[int, str]:
         found: dict[int, str] = {}
         deadline = time.monotonic() + wait
         while len(found) < count and time.monotonic() < deadline:
@@ -353,11 +351,8 @@ def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(cloud: Loca
     first = tokens(3)
     for item in (0, 2):
         stepfunctions.send_task_success(taskToken=first[item], output=json.dumps({"done": item}))
-    deadline = time.monotonic() + 10
-    while [e["type"] for e in cloud.history(arn)].count("MapIterationSucceeded") < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    time.sleep(0.5)  # the iteration's end is recorded just after its last event
+    redrive_parts.wait_succeeded(0, 2)
+    deadline = time.monotonic() + 60
     stepfunctions.send_task_failure(taskToken=first[1], error="Item.Failed")
     while stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING":
         assert time.monotonic() < deadline
@@ -368,7 +363,7 @@ def test_a_redriven_map_runs_only_the_iteration_that_did_not_succeed(cloud: Loca
     assert list(again) == [1]  # items 0 and 2 succeeded: they are not run again
     stepfunctions.send_task_success(taskToken=again[1], output='{"done": "1 again"}')
     while (described := stepfunctions.describe_execution(executionArn=arn))["status"] == "RUNNING":
-        assert time.monotonic() < deadline + 10
+        assert time.monotonic() < deadline + 60
         time.sleep(0.05)
     assert described["status"] == "SUCCEEDED", described
     assert json.loads(described["output"]) == [{"done": 0}, {"done": "1 again"}, {"done": 2}]

@@ -78,16 +78,20 @@ def test_a_job_that_runs_goes_through_its_stages_in_time_and_logs_per_host(
             "VolumeSizeInGB": 10,
         },
     }
-    cloud.training.job_duration = timedelta(seconds=1)
+    # The job's clock is driven (tick's ``now``), not slept through: an hour-long job is never
+    # due in the wall-clock seconds this test takes, however loaded the machine.
+    length = timedelta(hours=1)
+    cloud.training.job_duration = length
     sagemaker.create_training_job(**request)
     assert not cloud.training.due("staged")
-    time.sleep(0.5)
-    cloud.training.tick()
+    created = sagemaker.describe_training_job(TrainingJobName="staged")["CreationTime"]
+    cloud.training.tick(now=created + length / 2)
     # Half-way: past Starting, Downloading and Training; not yet Uploading.
     job = sagemaker.describe_training_job(TrainingJobName="staged")
     assert (job["TrainingJobStatus"], job["SecondaryStatus"]) == ("InProgress", "Training")
-    time.sleep(0.6)
-    assert cloud.training.due("staged")
+    cloud.training.tick(now=created + length * 0.95)
+    # (CreationTime is to the millisecond: a second past the hour is past the job's end.)
+    assert cloud.training.due("staged", now=created + length + timedelta(seconds=1))
     cloud.end_training_job("staged")
     job = sagemaker.describe_training_job(TrainingJobName="staged")
     transitions = job["SecondaryStatusTransitions"]
@@ -96,8 +100,9 @@ def test_a_job_that_runs_goes_through_its_stages_in_time_and_logs_per_host(
     ]  # fmt: skip
     starts = [t["StartTime"] for t in transitions]
     assert starts == sorted(starts) and job["TrainingEndTime"] >= starts[-1]
-    # Billed from the instances' start (Downloading) to the end: about 0.9 of its length.
-    assert job["BillableTimeInSeconds"] in (0, 1) and job["TrainingStartTime"] == starts[1]
+    # Billed from the instances' start (Downloading, at 0.1 of its length) to its end, which
+    # comes no earlier than its last stage (Uploading, at 0.9): 0.8 of the hour.
+    assert job["BillableTimeInSeconds"] == 0.8 * 3600 and job["TrainingStartTime"] == starts[1]
     streams = logs.describe_log_streams(
         logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix="staged/"
     )["logStreams"]
@@ -227,25 +232,49 @@ def test_context_object_fields_in_jsonpath_and_retries(cloud: LocalCloud) -> Non
     assert "missing-2" in result.output["done"]["error"]
 
 
-def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed(
-    cloud: LocalCloud,
-) -> None:
-    """A Parallel whose failing branch is caught cancels its waiting sibling while the execution
-    runs on: the sibling's token then refuses SendTaskHeartbeat (moto refuses it throughout) and
-    SendTaskSuccess / SendTaskFailure (moto accepts them and records the task's end after the
-    Parallel's), and nothing is recorded."""
-    import time
-
-    sqs = cloud.client("sqs")
-    queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
-    waiting = {
+def _waiting_on(queue: str) -> dict[str, Any]:
+    """A task that waits until the test answers the token it sends to ``queue``."""
+    return {
         "Type": "Task",
         "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
         "Parameters": {"QueueUrl": queue, "MessageBody": {"token.$": "$$.Task.Token"}},
         "TimeoutSeconds": 600,
         "End": True,
     }
-    failing = {"Type": "Wait", "Seconds": 2, "Next": "Boom"}
+
+
+def _token(sqs: Any, queue: str) -> str:
+    """The token that a ``_waiting_on(queue)`` task sent."""
+    deadline = time.monotonic() + 60
+    messages: list[dict[str, Any]] = []
+    while not messages:
+        assert time.monotonic() < deadline, f"no token on {queue}"
+        messages = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+    return str(json.loads(messages[0]["Body"])["token"])
+
+
+def _wait_for_state(cloud: LocalCloud, arn: str, event: str, state: str) -> None:
+    """Until the execution's history holds ``event`` of ``state`` (a ceiling, not a pace)."""
+    deadline = time.monotonic() + 60
+    while not any(
+        e["type"] == event and e.get("stateEnteredEventDetails", {}).get("name") == state
+        for e in cloud.history(arn)
+    ):
+        assert time.monotonic() < deadline, f"no {event} of {state}"
+        time.sleep(0.05)
+
+
+def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed(
+    cloud: LocalCloud,
+) -> None:
+    """A Parallel whose failing branch is caught cancels its waiting sibling while the execution
+    runs on: the sibling's token then refuses SendTaskHeartbeat (moto refuses it throughout) and
+    SendTaskSuccess / SendTaskFailure (moto accepts them and records the task's end after the
+    Parallel's), and nothing is recorded. Each step happens when the test says so: the failing
+    branch fails when the test fails its task, and the execution lingers until it is stopped."""
+    sqs = cloud.client("sqs")
+    tokens = sqs.create_queue(QueueName="tokens")["QueueUrl"]
+    failures = sqs.create_queue(QueueName="failures")["QueueUrl"]
     cloud.deploy(
         _template(
             {
@@ -254,51 +283,39 @@ def test_a_heartbeat_is_taken_while_the_task_waits_and_refused_once_it_is_closed
                     "Both": {
                         "Type": "Parallel",
                         "Branches": [
-                            {"StartAt": "Waiting", "States": {"Waiting": waiting}},
-                            {
-                                "StartAt": "Failing",
-                                "States": {
-                                    "Failing": failing,
-                                    "Boom": {"Type": "Fail", "Error": "Boom"},
-                                },
-                            },
+                            {"StartAt": "Waiting", "States": {"Waiting": _waiting_on(tokens)}},
+                            {"StartAt": "Failing", "States": {"Failing": _waiting_on(failures)}},
                         ],
                         "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Linger"}],
                     },
-                    "Linger": {"Type": "Wait", "Seconds": 6, "End": True},
+                    "Linger": {"Type": "Wait", "Seconds": 600, "End": True},
                 },
             }
         )
     )
     stepfunctions = cloud.client("stepfunctions")
-    execution = stepfunctions.start_execution(stateMachineArn=cloud.state_machine(), name="hb")
-    deadline = time.monotonic() + 20
-    messages: list[dict[str, Any]] = []
-    while not messages and time.monotonic() < deadline:
-        messages = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
-    token = json.loads(messages[0]["Body"])["token"]
+    arn = stepfunctions.start_execution(stateMachineArn=cloud.state_machine(), name="hb")[
+        "executionArn"
+    ]
+    token = _token(sqs, tokens)
     stepfunctions.send_task_heartbeat(taskToken=token)  # the branch waits
-    while time.monotonic() < deadline:
-        status = stepfunctions.describe_execution(executionArn=execution["executionArn"])
-        history = stepfunctions.get_execution_history(executionArn=execution["executionArn"])
-        if any(
-            e["type"] == "WaitStateEntered" and "Linger" in json.dumps(e, default=str)
-            for e in history["events"]
-        ):
-            break
-        time.sleep(0.2)
-    assert status["status"] == "RUNNING"
+    stepfunctions.send_task_failure(taskToken=_token(sqs, failures), error="Boom", cause="test")
+    _wait_for_state(cloud, arn, "WaitStateEntered", "Linger")
+    assert stepfunctions.describe_execution(executionArn=arn)["status"] == "RUNNING"
     with pytest.raises(ClientError, match="TaskTimedOut"):
         stepfunctions.send_task_heartbeat(taskToken=token)
-    recorded = len(cloud.history(execution["executionArn"]))
+    recorded = len(cloud.history(arn))
     with pytest.raises(ClientError, match="TaskTimedOut"):
         stepfunctions.send_task_success(taskToken=token, output="{}")
     with pytest.raises(ClientError, match="TaskTimedOut"):
         stepfunctions.send_task_failure(taskToken=token, error="Late", cause="after the cancel")
-    time.sleep(0.2)  # a report moto accepted would be recorded by the branch's thread by now
-    assert len(cloud.history(execution["executionArn"])) == recorded
+    # A report moto had accepted would be recorded by the branch's thread within moments; the
+    # refusals above are the contract, this only looks for a stray record (it cannot race).
+    time.sleep(0.2)
+    assert len(cloud.history(arn)) == recorded
     with pytest.raises(ClientError, match="InvalidToken"):
         stepfunctions.send_task_heartbeat(taskToken="never-issued")
+    stepfunctions.stop_execution(executionArn=arn)
 
 
 @pytest.mark.parametrize(
@@ -364,17 +381,16 @@ def test_a_task_whose_call_failed_refuses_its_token(cloud: LocalCloud) -> None:
                         },
                         "Catch": [{"ErrorEquals": ["States.ALL"], "Next": "Linger"}],
                     },
-                    "Linger": {"Type": "Wait", "Seconds": 3, "End": True},
+                    # Until the test stops it: the token is asked about while the execution
+                    # still runs, however long the machine takes to get there.
+                    "Linger": {"Type": "Wait", "Seconds": 600, "End": True},
                 },
             }
         )
     )
     stepfunctions = cloud.client("stepfunctions")
     execution = stepfunctions.start_execution(stateMachineArn=cloud.state_machine(), name="call")
-    deadline = time.monotonic() + 20
-    while "WaitStateEntered" not in [e["type"] for e in cloud.history(execution["executionArn"])]:
-        assert time.monotonic() < deadline, "the failed call was not caught"
-        time.sleep(0.05)
+    _wait_for_state(cloud, execution["executionArn"], "WaitStateEntered", "Linger")
     history = cloud.history(execution["executionArn"])
     (scheduled,) = [e for e in history if e["type"] == "TaskScheduled"]
     parameters = json.loads(scheduled["taskScheduledEventDetails"]["parameters"])
@@ -383,3 +399,4 @@ def test_a_task_whose_call_failed_refuses_its_token(cloud: LocalCloud) -> None:
         stepfunctions.send_task_heartbeat(taskToken=token)
     with pytest.raises(ClientError, match="TaskTimedOut"):
         stepfunctions.send_task_success(taskToken=token, output="{}")
+    stepfunctions.stop_execution(executionArn=execution["executionArn"])

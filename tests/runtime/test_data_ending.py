@@ -8,12 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fixtures.data_plane import Cluster, ids_batches
+from tests.fixtures.data_plane import PROMPT, Cluster, ids_batches
 from tests.fixtures.data_trainers import start_trainer
 
-# The data hosts' idle_timeout is 20 s (the fixture's): ending within 5 s of the rank's end
-# means they heard its goodbye.
-PROMPT = 5.0
+# The data hosts' idle_timeout is the fixture's (120 s): ending within PROMPT (30 s) of the
+# rank's end means they heard its goodbye.
 BLOCK = "say({'ended': True})\nsys.stdin.read()  # the process lives on: no exit goodbye\n"
 
 
@@ -50,7 +49,7 @@ def test_serve_returns_promptly_however_the_rank_ends(cluster: Cluster, ending: 
     host = cluster.start(ids_batches(400), workers=2)
     trainer = start_trainer(cluster, ENDINGS[ending], rank=0, world_size=1, epochs=2)
     try:
-        trainer.wait_for("ended", 120)
+        trainer.wait_for("ended", 300)
         ended = time.monotonic()
         assert host.wait(PROMPT + 20) == ("ok", ""), ending
         assert time.monotonic() - ended < PROMPT, f"{ending}: the data host waited for silence"
@@ -74,7 +73,7 @@ def test_every_rank_ending_its_own_way_ends_serve(cluster: Cluster) -> None:
     ]
     try:
         for trainer in trainers:
-            trainer.wait_for("ended", 120)
+            trainer.wait_for("ended", 300)
         ended = time.monotonic()
         for host in hosts:
             assert host.wait(PROMPT + 20) == ("ok", "")

@@ -17,6 +17,8 @@ from hetero_constructs.runtime import data
 from hetero_constructs.runtime.data import auth, wire
 from tests.fixtures.data_plane import (
     CONTEXT,
+    EXIT_SECONDS,
+    PROMPT,
     SECRET,
     Cluster,
     DataHost,
@@ -60,9 +62,9 @@ def frozen_rank(host: DataHost, rank: int, world_size: int, credits: int = 64) -
     """A rank of a one-worker host that starts its epoch with ``credits`` and never reads."""
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.settimeout(10)
+    sock.settimeout(60)
     sock.connect(("127.0.0.1", host.port))
-    auth.client_handshake(sock, SECRET.encode(), time.monotonic() + 10, "test")
+    auth.client_handshake(sock, SECRET.encode(), time.monotonic() + 60, "test")
     wire.send_frame(sock, wire.ATTACH, {"rank": rank, "world_size": world_size, "worker": 0})
     shard = {"epoch": 0, "index": rank, "count": world_size, "seed": 0, "credits": credits}
     wire.send_frame(sock, wire.START, shard)
@@ -78,9 +80,9 @@ def batches_of(cluster: Cluster, rank: int, world_size: int, **kwargs: Any) -> i
 
 
 def test_a_rank_that_stops_reading_stalls_no_other_rank(cluster: Cluster) -> None:
-    # Before: the worker's blocking send to the frozen rank held it for idle_timeout. It is 90 s
-    # here so that a loaded machine's slowness is never taken for a stall (bound: 45 s).
-    host = cluster.start(big_batches, workers=1, idle_timeout=90.0)
+    # Before: the worker's blocking send to the frozen rank held it for idle_timeout. It is 180 s
+    # here so that a loaded machine's slowness is never taken for a stall (bound: 90 s).
+    host = cluster.start(big_batches, workers=1, idle_timeout=180.0)
     frozen = frozen_rank(host, rank=2, world_size=3)
     try:
         started = time.monotonic()
@@ -88,7 +90,7 @@ def test_a_rank_that_stops_reading_stalls_no_other_rank(cluster: Cluster) -> Non
 
         def rank(r: int) -> None:
             try:
-                counts[r] = batches_of(cluster, r, 3, idle_timeout=90.0)
+                counts[r] = batches_of(cluster, r, 3, idle_timeout=180.0)
             except BaseException as error:
                 counts[r] = error
 
@@ -96,29 +98,40 @@ def test_a_rank_that_stops_reading_stalls_no_other_rank(cluster: Cluster) -> Non
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(120)
+            thread.join(150)
         assert counts == [200, 200]  # both connected after the rank froze
-        assert time.monotonic() - started < 45  # well below idle_timeout
+        assert time.monotonic() - started < 90  # well below idle_timeout
     finally:
         frozen.close()
 
 
 def test_a_rank_that_sends_half_a_frame_stalls_no_other_rank(cluster: Cluster) -> None:
     # Before: the worker read each control frame to its end, waiting up to idle_timeout.
-    host = cluster.start(ids_batches(400), workers=1, idle_timeout=90.0)
+    host = cluster.start(ids_batches(400), workers=1, idle_timeout=180.0)
     stalled = frozen_rank(host, rank=1, world_size=2, credits=1)
     try:
         stalled.sendall(wire.HEADER.pack(wire.MAGIC, wire.CREDIT, 0, 0, 7, 0)[:9])
         started = time.monotonic()
-        assert batches_of(cluster, 0, 2, idle_timeout=90.0) == 50  # 200 ids, 4 a batch
-        assert time.monotonic() - started < 45  # well below idle_timeout (90 s)
+        assert batches_of(cluster, 0, 2, idle_timeout=180.0) == 50  # 200 ids, 4 a batch
+        assert time.monotonic() - started < 90  # well below idle_timeout (180 s)
     finally:
         stalled.close()
 
 
+#: The stopped rank's and its data host's idle_timeout: 5 s, not less, so that a running rank
+#: that a loaded machine holds up for a moment is not taken for stopped (it also bounds the
+#: rank's handshake).
+DROP_AFTER = 5.0
+
+
 def _stopped_trainer(addresses: dict[str, str], report: Any) -> None:
     remote = data.RemoteBatches(
-        list(addresses), addresses=addresses, secret=SECRET, rank=0, world_size=2, idle_timeout=2
+        list(addresses),
+        addresses=addresses,
+        secret=SECRET,
+        rank=0,
+        world_size=2,
+        idle_timeout=DROP_AFTER,
     )
     epoch = iter(remote)
     next(epoch)
@@ -146,7 +159,7 @@ def tcp_state(ports: tuple[int, int]) -> str | None:
 
 
 def test_a_stopped_rank_is_dropped_after_idle_timeout_and_told_why(cluster: Cluster) -> None:
-    cluster.start(big_batches, workers=1, idle_timeout=2.0)
+    cluster.start(big_batches, workers=1, idle_timeout=DROP_AFTER)
     ours, theirs = CONTEXT.Pipe()
     trainer = CONTEXT.Process(target=_stopped_trainer, args=(cluster.addresses, theirs))
     trainer.start()
@@ -162,7 +175,7 @@ def test_a_stopped_rank_is_dropped_after_idle_timeout_and_told_why(cluster: Clus
         assert ours.poll(90)
         kind, message = ours.recv()
         assert kind == "DataHostLost"
-        assert "dropped this rank: it read nothing for 2 s" in message
+        assert "dropped this rank: it read nothing for 5 s" in message
         assert "stopped, frozen or swapped out" in message
     finally:
         os.kill(trainer.pid or 0, signal.SIGCONT)
@@ -171,20 +184,21 @@ def test_a_stopped_rank_is_dropped_after_idle_timeout_and_told_why(cluster: Clus
 
 
 def test_heartbeats_do_not_wait_for_a_slow_make_batches(cluster: Cluster) -> None:
-    cluster.start(sluggish_batches, workers=1, idle_timeout=1.0)
-    with cluster.remote(rank=0, world_size=1, idle_timeout=1.0) as remote:
-        assert [int(batch[0]) for batch in remote] == [0, 1, 2]
+    # Batches 1.5 times the idle timeout apart, heartbeats every quarter of it: 3 s, so that a
+    # heartbeat 2 s late on a loaded machine is still in time (and the handshake it bounds).
+    cluster.start(sluggish_batches(2, 4.5), workers=1, idle_timeout=3.0)
+    with cluster.remote(rank=0, world_size=1, idle_timeout=3.0) as remote:
+        assert [int(batch[0]) for batch in remote] == [0, 1]
 
 
 # -- nothing outlives its job --------------------------------------------------------------
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM])
-def test_workers_exit_within_2_s_of_serve_dying_and_trainers_hear_of_it(
-    cluster: Cluster, signum: int
-) -> None:
-    host = cluster.start(slow_batches, workers=2, idle_timeout=30.0)
-    remote = cluster.remote(rank=0, world_size=1, idle_timeout=30.0)
+def test_workers_exit_as_serve_dies_and_trainers_hear_of_it(cluster: Cluster, signum: int) -> None:
+    """The kernel kills them with their parent: at once, not after the idle timeout (120 s)."""
+    host = cluster.start(slow_batches, workers=2)
+    remote = cluster.remote(rank=0, world_size=1)
     epoch = iter(remote)
     next(epoch)
     workers = worker_pids(host)
@@ -195,7 +209,7 @@ def test_workers_exit_within_2_s_of_serve_dying_and_trainers_hear_of_it(
         """every worker has exited"""
         return not any(alive(pid) for pid in workers)
 
-    until(workers_gone, 2.0)
+    until(workers_gone, PROMPT)
     with pytest.raises(data.DataHostLost) as caught:
         for _ in epoch:
             pass
@@ -218,7 +232,7 @@ def test_a_batch_that_would_change_is_refused_at_the_sender_whatever_on_host_los
     assert caught.value.host == bad.name
     assert "batch['meta'] has the key 1 (int)" in str(caught.value)
     assert "Fix: use string keys" in str(caught.value)
-    assert bad.wait(10)[0] == "WorkerFailed"
+    assert bad.wait(EXIT_SECONDS)[0] == "WorkerFailed"
 
 
 def test_a_batch_over_the_trainers_limit_is_refused_naming_size_and_limit(
@@ -234,5 +248,5 @@ def test_a_batch_over_the_trainers_limit_is_refused_naming_size_and_limit(
     assert caught.value.host == big.name
     assert "a batch of 65536 bytes is over the max_batch_bytes of rank 0 (16384 bytes)" in message
     assert "max_batch_bytes=65536" in message
-    kind, text = big.wait(10)
+    kind, text = big.wait(EXIT_SECONDS)
     assert kind == "WorkerFailed" and "65536" in text

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from hetero_constructs.runtime import data
-from tests.fixtures.data_plane import Cluster, ids_batches
+from tests.fixtures.data_plane import EXIT_SECONDS, PROMPT, Cluster, ids_batches
 from tests.fixtures.data_trainers import start_trainer
 
 
@@ -60,9 +60,9 @@ def test_data_loader_workers_get_every_sample_exactly_once(
     ranks = [start_trainer(cluster, body, rank=rank, world_size=2) for rank in range(2)]
     try:
         for trainer in ranks:
-            assert trainer.finish(180) == 0
+            assert trainer.finish(300) == 0
         for host in cluster.hosts:
-            assert host.wait(10) == ("ok", "")
+            assert host.wait(EXIT_SECONDS) == ("ok", "")
     finally:
         for trainer in ranks:
             trainer.kill()
@@ -86,7 +86,7 @@ def test_ordered_data_loader_workers_keep_one_order(cluster: Cluster) -> None:
     for _ in range(2):
         trainer = start_trainer(cluster, body.replace("range(2)", "range(1)"), rank=0, world_size=2)
         try:
-            assert trainer.finish(120) == 0
+            assert trainer.finish(300) == 0
         finally:
             trainer.kill()
         orders.append(trainer.said[0]["ids"])
@@ -109,8 +109,8 @@ sys.stdin.read()  # the process lives on: no exit goodbye
 """
     trainer = start_trainer(cluster, body, rank=0, world_size=1, epochs=2)
     try:
-        assert trainer.wait_for("ended", 120)["ended"]
-        assert host.wait(5 + 20) == ("ok", "")
+        assert trainer.wait_for("ended", 300)["ended"]
+        assert host.wait(PROMPT) == ("ok", "")  # not after its idle timeout
         assert trainer.process.poll() is None
     finally:
         trainer.kill()
@@ -140,7 +140,7 @@ with remote:
 """
     trainer = start_trainer(cluster, body, rank=0, world_size=1)
     try:
-        assert trainer.finish(180) == 0
+        assert trainer.finish(300) == 0
     finally:
         trainer.kill()
     assert trainer.said[0]["spec"] == {
@@ -150,7 +150,7 @@ with remote:
     }
     for line in trainer.said[1:]:
         assert sorted(line["ids"]) == list(range(60))
-    assert cluster.hosts[0].wait(10) == ("ok", "")
+    assert cluster.hosts[0].wait(EXIT_SECONDS) == ("ok", "")
 
 
 def test_tf_dataset_without_tensorflow_says_what_is_missing(

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from hetero_constructs.run.metrics import GroupMetrics, builtin_metric_definitions, groups_of
+from hetero_constructs.contract.metrics import GroupMetrics, builtin_metric_definitions, groups_of
 from hetero_constructs.runtime.data.arrays import describe
 from hetero_constructs.runtime.data.stats import HostLoad
 from hetero_constructs.runtime.metrics import DATA_HOST_NUMBERS, metric_regex
 from hetero_constructs.spec.file.reader import read_spec
-from tests.fixtures.data_plane import Cluster, busy_batches, ids_batches
+from tests.fixtures.data_plane import EXIT_SECONDS, Cluster, busy_batches, ids_batches
 from tests.fixtures.specs import spec_dict
 
 
@@ -106,7 +106,7 @@ def run_host(cluster: Cluster, tmp_path: Path, make_batches: object, step: float
             received += 1
             size += describe(batch)[2]
             time.sleep(step)  # the training step
-    assert cluster.hosts[0].wait(30) == ("ok", "")
+    assert cluster.hosts[0].wait(EXIT_SECONDS) == ("ok", "")
     lines = out.read_text().splitlines()
     assert lines[-1].endswith(f"rank=0 batches={received} bytes={size}")
     return [line for line in lines if "producing_fraction" in line]

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.runtime import data
-from tests.fixtures.data_plane import Cluster, ids_batches
+from tests.fixtures.data_plane import EXIT_SECONDS, Cluster, ids_batches
 from tests.fixtures.data_trainers import resumable_batches, start_trainer
 
 
@@ -125,7 +125,7 @@ def test_a_state_between_epochs_starts_the_next_epoch(clusters: list[Cluster]) -
     assert sorted(i for batch in batches for i in batch["ids"]) == list(range(400))
     assert all(batch["first"] == 0 for batch in batches)
     assert fresh.closed  # epochs=3 counts the epochs of both runs
-    assert clusters[-1].hosts[0].wait(10) == ("ok", "")
+    assert clusters[-1].hosts[0].wait(EXIT_SECONDS) == ("ok", "")
 
 
 def test_a_make_batches_that_ignores_start_is_fast_forwarded_and_the_host_says_so(
@@ -140,7 +140,7 @@ def test_a_make_batches_that_ignores_start_is_fast_forwarded_and_the_host_says_s
     second.load_state_dict(state)
     assert len(batches_of(second)) == 100 - 7
     second.close()
-    assert cluster.hosts[0].wait(10)[0] in ("ok", "TrainersGone")
+    assert cluster.hosts[0].wait(EXIT_SECONDS)[0] in ("ok", "TrainersGone")
     logged = capfd.readouterr().err
     assert re.search(
         r"does not read shard\.start; fast-forwarded rank 0's shard 0 of epoch 0 "
@@ -230,9 +230,9 @@ def test_trainers_killed_mid_epoch_resume_on_fresh_data_hosts(
         for rank, path in enumerate(paths)
     ]
     for trainer in restarted:
-        assert trainer.finish(120) == 0
+        assert trainer.finish(300) == 0
     for host in second.hosts:
-        assert host.wait(10) == ("ok", "")
+        assert host.wait(EXIT_SECONDS) == ("ok", "")
     finals = [trainer.said[-1]["done"] for trainer in restarted]
     for rank in range(2):
         assert finals[rank][: len(saved[rank])] == saved[rank]

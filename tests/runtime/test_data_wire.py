@@ -224,4 +224,4 @@ def test_bytes_waiting_past_the_deadline_are_read_nothing_waiting_is_a_timeout()
         started = time.monotonic()
         with pytest.raises(TimeoutError, match="read 2 of 4 bytes"):
             wire.read_exact(ours, memoryview(buffer), time.monotonic() + 0.3)
-        assert time.monotonic() - started < 5
+        assert time.monotonic() - started < 30  # cut, not left to hang

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from hetero_constructs.checks.base import Finding, rule
+from hetero_constructs.contract import lifecycle
 from hetero_constructs.request.context import RuleContext
-from hetero_constructs.run import lifecycle
 from hetero_constructs.service import model as service_model
 
 _MARKERS = (

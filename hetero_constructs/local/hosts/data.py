@@ -133,11 +133,25 @@ def unpack_code(storage: Storage, uri: str, hosts: Sequence[Host]) -> None:
         body = _code_bundle(storage, uri, host)
         try:
             with tarfile.open(fileobj=io.BytesIO(body), mode="r:*") as archive:
-                archive.extractall(host.base / "code", filter="data")
+                _extract(archive, host.base / "code")
         except (tarfile.TarError, OSError) as error:
             raise JobSetupError(
                 f"ClientError: the code bundle {uri} is not a tar.gz archive ({error})"
             ) from error
+
+
+def _extract(archive: tarfile.TarFile, folder: Path) -> None:
+    """Python's ``data`` filter (3.11.4 on); before it (Debian 12's 3.11.2), only plain files and
+    folders that land inside ``folder``."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(folder, filter="data")
+        return
+    root = folder.resolve()
+    for member in archive.getmembers():
+        target = (folder / member.name).resolve()
+        if not (member.isfile() or member.isdir()) or root not in (target, *target.parents):
+            raise tarfile.TarError(f"{member.name!r} is not a plain file or folder inside it")
+    archive.extractall(folder)
 
 
 def _code_bundle(storage: Storage, uri: str, host: Host) -> bytes:

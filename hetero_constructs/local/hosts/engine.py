@@ -44,12 +44,7 @@ from hetero_constructs.local.hosts.layout import (
     lay_out,
     toolkit_environment,
 )
-from hetero_constructs.local.hosts.processes import (
-    HOST_MARK_ENV,
-    kill_marked,
-    new_mark,
-    still_running,
-)
+from hetero_constructs.local.hosts.wrapper import descendants
 from hetero_constructs.runtime.config import BASE_DIR_ENV
 
 WRAPPER = Path(__file__).with_name("wrapper.py")
@@ -71,14 +66,12 @@ _mounts_lock = threading.Lock()
 
 
 def private_mounts() -> tuple[bool, str]:
-    """Whether each host can get its own ``/opt/ml`` here (a private mount namespace), and
-    what to tell the user about it. Probed once per process."""
+    """Whether each host can get its own ``/opt/ml`` here (a private mount namespace, in a user
+    namespace for a normal user), and what to tell the user about it. Probed once per process;
+    nothing is created on this machine (where ``/opt/ml`` is missing, the namespace makes it)."""
     global _mounts
     with _mounts_lock:
         if _mounts is None:
-            if sys.platform.startswith("linux") and os.geteuid() == 0:
-                with contextlib.suppress(OSError):
-                    os.makedirs(CONTAINER_BASE, exist_ok=True)  # an empty mount point
             probe = subprocess.run(
                 [sys.executable, str(WRAPPER), "--probe"],
                 capture_output=True,
@@ -87,7 +80,8 @@ def private_mounts() -> tuple[bool, str]:
                 timeout=30,
             )
             if probe.returncode == 0:
-                _mounts = (True, f"each host sees its own {CONTAINER_BASE} (a mount namespace)")
+                how = "a mount namespace" if os.geteuid() == 0 else "a user and mount namespace"
+                _mounts = (True, f"each host sees its own {CONTAINER_BASE} ({how})")
             else:
                 why = probe.stderr.strip() or f"exit code {probe.returncode}"
                 _mounts = (
@@ -98,6 +92,11 @@ def private_mounts() -> tuple[bool, str]:
                     "find them",
                 )
         return _mounts
+
+
+def _enter_mount(host: Host) -> list[str]:
+    """The prefix that starts a process (an MPI rank of ``host``) in ``host``'s own /opt/ml."""
+    return [sys.executable, str(WRAPPER), "--mount", str(host.base), "--exec", "--"]
 
 
 def now() -> datetime:
@@ -117,22 +116,23 @@ class Ending:
 
 
 class _HostProcess:
-    def __init__(self, host: Host, process: subprocess.Popen[bytes], mark: str) -> None:
+    def __init__(self, host: Host, process: subprocess.Popen[bytes]) -> None:
         self.host = host
         self.process = process
-        self.mark = mark  # in the environment of every process of the host (``processes``)
-        self.killed: set[int] = set()  # the processes out of its group it sent SIGKILL
         self.code: int | None = None
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
         self.readers: list[threading.Thread] = []
 
-    def signal(self, number: int) -> None:
-        """``number`` to the host's process group; SIGKILL also to the processes that left
-        it (torchrun's workers: a SIGTERM reaches them through torchrun)."""
+    def signal(self, number: int) -> list[int]:
+        """``number`` to the host's process group; SIGKILL also to every process below its
+        wrapper (a launcher's workers have groups of their own). The pids it killed."""
+        below = descendants(self.process.pid) if number == signal.SIGKILL else []
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, number)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, number)
-        if number == signal.SIGKILL:
-            self.killed.update(kill_marked([self.mark]))
+        return below
 
 
 class LocalJob:
@@ -240,7 +240,10 @@ class LocalJob:
         for host in hosts.hosts:
             mine = [c for c in channels if host in data.channel_hosts(c, hosts)]
             lay_out(host, hosts, hyperparameters, input_data_config(mine))
-        self._launch_plan = launch(hosts, hyperparameters, self.python)
+        mounted, _ = private_mounts()
+        self._launch_plan = launch(
+            hosts, hyperparameters, self.python, _enter_mount if mounted else None
+        )
         self.notes.extend(data.download_channels(self.storage, channels, hosts))
         data.unpack_code(self.storage, data.submit_directory(hyperparameters), hosts.hosts)
         self._checkpoints = Checkpoints(
@@ -250,7 +253,7 @@ class LocalJob:
         self._hyperparameters = hyperparameters
         return hosts
 
-    def _environment(self, host: Host, mounted: bool, mark: str) -> dict[str, str]:
+    def _environment(self, host: Host, mounted: bool) -> dict[str, str]:
         base = CONTAINER_BASE if mounted else str(host.base)
         channels = (host.base / "input" / "config" / "inputdataconfig.json").read_text()
         environment = dict(os.environ)
@@ -272,7 +275,6 @@ class LocalJob:
                 "PYTHONUNBUFFERED": "1",
                 "TRAINING_JOB_NAME": self.name,
                 "CURRENT_HOST": host.name,
-                HOST_MARK_ENV: mark,
             }
         )
         if not mounted:
@@ -296,17 +298,16 @@ class LocalJob:
             with self._lock:
                 if self._stop_reason is not None:
                     raise _Stopped
-                mark = new_mark()
                 process = subprocess.Popen(
                     [*wrapper, "--", *command],
                     cwd=str(host.base / "code"),
-                    env=self._environment(host, mounted, mark),
+                    env=self._environment(host, mounted),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
                     start_new_session=True,
                 )
-                running = _HostProcess(host, process, mark)
+                running = _HostProcess(host, process)
                 self._hosts.append(running)
             for stream, is_error in ((process.stdout, False), (process.stderr, True)):
                 reader = threading.Thread(
@@ -386,29 +387,27 @@ class LocalJob:
         (nothing outlives the job)."""
         with self._lock:
             groups = [host.process.pid for host in self._hosts]
-            marks = [host.mark for host in self._hosts]
+            killed: list[int] = []
             for host in self._hosts:
-                host.signal(signal.SIGKILL)
+                killed += host.signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     host.process.wait(timeout=5)
-            killed = {pid for host in self._hosts for pid in host.killed}
         deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            killed.update(kill_marked(marks))
-            if not _running_in(groups) and not still_running(killed):
-                break
+        while _running_in(groups, killed) and time.monotonic() < deadline:
             time.sleep(_POLL)
 
 
-def _running_in(groups: list[int]) -> bool:
-    """Whether a process of these process groups still runs (zombies do not: they wait for a
-    parent to reap them). Linux's /proc; elsewhere, a signal-0 probe of each group."""
-    if not groups:
+def _running_in(groups: list[int], pids: list[int]) -> bool:
+    """Whether a process of these process groups, or one of ``pids``, still runs (zombies do
+    not: they wait for a parent to reap them). Linux's /proc; elsewhere, a signal-0 probe of
+    each group."""
+    if not groups and not pids:
         return False
     proc = Path("/proc")
     if not proc.is_dir():
         return any(_group_exists(group) for group in groups)
     wanted = set(groups)
+    others = set(pids)
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
@@ -416,7 +415,7 @@ def _running_in(groups: list[int]) -> bool:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if fields[0] != "Z" and int(fields[2]) in wanted:
+        if fields[0] != "Z" and (int(fields[2]) in wanted or int(entry.name) in others):
             return True
     return False
 

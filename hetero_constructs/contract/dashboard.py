@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hetero_constructs.run.metrics import GroupMetrics, metric_name
-from hetero_constructs.run.naming import job_name_stem
+from hetero_constructs.contract.metrics import GroupMetrics, metric_name
+from hetero_constructs.contract.naming import job_name_stem
 from hetero_constructs.runtime.metrics import (
     DATA_HOST_NUMBERS,
     DATA_WAIT_FRACTION,

@@ -109,6 +109,8 @@ class Errors:
     MAX_RUNTIME = MAX_RUNTIME_EXCEEDED
 
 
+# The top-level name (``from hetero_constructs import TrainingErrors``).
+TrainingErrors = Errors
 _PENDING = ("Starting", "Pending", "LaunchingMLInstances")
 
 
@@ -229,6 +231,7 @@ __all__ = [
     "TAG_SLOT",
     "TERMINAL_JOB_STATUSES",
     "Errors",
+    "TrainingErrors",
     "failure_cause",
     "failure_error",
     "task_output",

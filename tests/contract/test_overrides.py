@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.run.overrides import STEP_FUNCTIONS_KEY_PREFIX, apply_overrides
+from hetero_constructs.contract.overrides import STEP_FUNCTIONS_KEY_PREFIX, apply_overrides
 from hetero_constructs.spec.file.reader import read_spec, spec_from_dict
 from hetero_constructs.spec.file.writer import spec_to_dict
 from hetero_constructs.spec.violations import MAX_REPORTED_VIOLATIONS, Violation

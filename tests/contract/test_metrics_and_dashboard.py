@@ -8,21 +8,21 @@ from datetime import UTC, datetime
 
 import pytest
 
-from hetero_constructs.run.dashboard import (
+from hetero_constructs.contract.dashboard import (
     DashboardInputs,
     dashboard_body,
     layout_text,
     run_pattern,
     widget_metric_names,
 )
-from hetero_constructs.run.metrics import (
+from hetero_constructs.contract.metrics import (
     builtin_metric_definitions,
     final_metrics,
     groups_of,
     metric_definitions,
     select_group,
 )
-from hetero_constructs.run.naming import RunSlot, attempt_job_name
+from hetero_constructs.contract.naming import RunSlot, attempt_job_name
 from hetero_constructs.runtime.metrics import data_host_line, interval_line
 from hetero_constructs.spec.file.reader import read_spec
 from hetero_constructs.spec.training import TrainingMetric, TrainingSpec

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from hetero_constructs.run.lifecycle import Errors, failure_error
+from hetero_constructs.contract.lifecycle import Errors, failure_error
 
 LAUNCHING = {"Status": "Starting", "StatusMessage": "Launching requested ML instances"}
 WAITING = {

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hetero_constructs.run.naming import MAX_JOB_NAME, RunSlot, attempt_job_name, sanitize_name
+from hetero_constructs.contract.naming import MAX_JOB_NAME, RunSlot, attempt_job_name, sanitize_name
 from hetero_constructs.service import model as service_model
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
