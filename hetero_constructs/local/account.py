@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import threading
 import time
 import warnings
@@ -266,13 +267,16 @@ class LocalAccount:
     def _script_command(self, body: Any) -> dict[str, Any]:
         outcomes = _strings(body, "outcomes", "STATUS[:DETAIL] each")
         duration = body.get("jobDuration")
-        if duration is not None and (
-            not isinstance(duration, int | float) or isinstance(duration, bool) or duration < 0
-        ):
-            raise ControlError(
-                "InvalidRequest", f"jobDuration is seconds (a number >= 0), not {duration!r}"
-            )
-        seconds = timedelta(seconds=duration) if duration is not None else None
+        seconds = None
+        if duration is not None:
+            try:
+                if isinstance(duration, bool) or not 0 <= duration < math.inf:  # NaN, too
+                    raise ValueError(duration)
+                seconds = timedelta(seconds=duration)
+            except (TypeError, ValueError, OverflowError):
+                raise ControlError(
+                    "InvalidRequest", f"jobDuration is seconds (a number >= 0), not {duration!r}"
+                ) from None
         try:
             return self._script_answer(self.script(outcomes, job_duration=seconds))
         except ValueError as error:

@@ -308,3 +308,39 @@ def test_a_drill_cannot_be_interrupted(user_jobs: tuple[LocalAccount, Path]) -> 
     with pytest.raises(SteeringError, match=r"a drill: no host runs") as refused:
         steer.interrupt(running[0])
     assert refused.value.name == "NotRunning"
+
+
+def test_the_control_channel_takes_requests_of_programs_here_only() -> None:
+    """A web page (an Origin header, a body a form can send, another Host: DNS rebinding) is
+    refused; a malformed request is named, never a server error."""
+    import urllib.error
+    import urllib.request
+
+    def call(method: str, body: bytes | None, **headers: str) -> tuple[int, dict[str, Any]]:
+        request = urllib.request.Request(
+            f"{url}/_hetero-api/v1/script", data=body, method=method, headers=headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+
+    with LocalAccount([], port=0) as account:
+        url = account.url
+        as_json = {"Content-Type": "application/json"}
+        assert call("GET", None)[0] == 200
+        for method, body, headers, status, says in (
+            ("GET", None, {"Origin": "https://example.com"}, 403, "not web pages"),
+            ("POST", b'{"outcomes": []}', {"Content-Type": "text/plain"}, 403, "text/plain"),
+            ("GET", None, {"Host": "attacker.example:80"}, 403, "attacker.example"),
+            ("POST", b"{outcomes", as_json, 400, "not JSON"),
+            ("POST", b'{"outcomes": "Completed"}', as_json, 400, "list of strings"),
+            ("POST", b'{"outcomes": [], "jobDuration": NaN}', as_json, 400, "not nan"),
+            ("POST", b'{"outcomes": [], "jobDuration": 1e300}', as_json, 400, "1e+300"),
+            ("POST", b'{"outcomes": ["Crashed"]}', as_json, 400, "must be one of"),
+        ):
+            code, answer = call(method, body, **headers)
+            assert (code, answer["service"]) == (status, "hetero-constructs local account")
+            assert says in answer["message"], answer
+        assert account.scripted() == []
