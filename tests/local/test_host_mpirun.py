@@ -163,6 +163,27 @@ def test_killing_an_mpi_job_kills_its_ranks(tmp_path: Path) -> None:
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow  # torchrun imports torch on both hosts: seconds on two busy cores
+def test_killing_a_torchrun_job_kills_its_workers(tmp_path: Path) -> None:
+    """torchrun starts each worker in a session of its own (torch's subprocess handler)."""
+    pytest.importorskip("torch")
+    jobs = Jobs(tmp_path)
+    torchrun = {"sagemaker_distribution_instance_groups": ["gpu"],
+                "sagemaker_torch_distributed_enabled": True}  # fmt: skip
+    job = jobs.job("torchrun", [("gpu", 2)], mode="wait", **torchrun)
+    job.start()
+    workers = wait_until(lambda: len(jobs.pids()) == 2 and jobs.pids(), 120, "both workers")
+    assert all(os.getsid(pid) not in job.pids() for pid in workers)  # not the hosts' sessions
+    job.kill("Interrupted")
+    assert job.wait(60)
+    try:
+        wait_until(lambda: not [pid for pid in workers if alive(pid)], 30, "the workers to die")
+    finally:  # a failure leaves nothing running either
+        for pid in workers:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("how", ["the script exits", "the job is killed"])
 def test_what_leaves_the_hosts_session_dies_with_it(tmp_path: Path, how: str) -> None:
     jobs = Jobs(tmp_path)
