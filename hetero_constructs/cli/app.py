@@ -20,6 +20,7 @@ from hetero_constructs.cli import (  # noqa: F401
     run_command,
     serve,
     spec_commands,
+    steer,
 )
 from hetero_constructs.cli.follow import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_SUCCEEDED
 from hetero_constructs.cli.group import Invocation, cli

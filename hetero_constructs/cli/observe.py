@@ -28,6 +28,7 @@ from hetero_constructs.cli.output import (
     duration_text,
 )
 from hetero_constructs.cli.targets import resolve_execution, resolve_state_machine
+from hetero_constructs.contract.metrics import is_simulated
 from hetero_constructs.runs.execution import (
     JobFinder,
     describe_execution,
@@ -73,7 +74,8 @@ def status(
     ]
     for job in jobs:
         label = f"job (attempt {job.attempt})" if job.attempt is not None else "job"
-        rows.append([label, job.name])
+        drill = " - simulated: scripted, no code ran" if is_simulated(job.transitions) else ""
+        rows.append([label, job.name + drill])
         rows.append(["  status", f"{job.status} / {job.secondary_status}"])
         if job.instances_text:
             rows.append(["  ran on", job.instances_text])

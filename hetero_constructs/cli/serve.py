@@ -1,9 +1,11 @@
 """``hetero-train local serve TEMPLATE...``: a local AWS account to run the stacks against.
 
 The synthesized stacks are deployed into moto, served on ``http://127.0.0.1:PORT`` only, with
-their Lambdas run in-process and training jobs simulated (``hetero_constructs.local.account``),
-until Ctrl-C or SIGTERM. Point ``AWS_ENDPOINT_URL`` at it and ``hetero-train run / status / logs
-/ stop / list`` (or any boto3 code) work as against AWS.
+their Lambdas run in-process and each training job's code run on this machine (or ended as a
+drill scripts it), ``hetero_constructs.local.account``, until Ctrl-C or SIGTERM. Point
+``AWS_ENDPOINT_URL`` at it and ``hetero-train run / status / logs / stop / list`` (or any boto3
+code) work as against AWS; ``local deploy / script / interrupt`` (``steer``) change it while it
+runs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,14 @@ def local() -> None:
 )
 @click.option("--region", help="the account's region (default: the first template's)")
 @click.option(
+    "--upload",
+    "uploads",
+    multiple=True,
+    metavar="SOURCE=S3_URI",
+    help="put a file or folder into the account's S3 once deployed (a channel's data; a "
+    "missing bucket is created); repeatable",
+)
+@click.option(
     "-v", "--verbose", is_flag=True, help="also show what the deployment could not simulate"
 )
 @simulation_options(job_duration=20.0, reconcile_every=300.0)
@@ -51,6 +61,7 @@ def serve(
     templates: tuple[str, ...],
     port: int,
     region: str | None,
+    uploads: tuple[str, ...],
     verbose: bool,
     outcomes: tuple[str, ...],
     simulate: str | None,
@@ -59,12 +70,15 @@ def serve(
     reconcile_every: float,
 ) -> int:
     """Deploy TEMPLATE... (cdk.out/STACK.template.json) into a local account on
-    http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM."""
+    http://127.0.0.1:PORT and serve it until Ctrl-C or SIGTERM. While it serves, `local
+    deploy` deploys new or changed stacks into it, `local script` scripts drills for the next
+    attempts and `local interrupt` interrupts a running job as a spot reclaim."""
     try:
         from hetero_constructs.local.account import LocalAccount
         from hetero_constructs.local.deploy.assets import AssetError
         from hetero_constructs.local.moto_targets import UnsupportedMoto
         from hetero_constructs.local.run import template_problem
+        from hetero_constructs.local.uploads import Upload
     except ImportError as error:  # moto comes with the local extra
         raise CliError(
             f"The local account needs the local extra ({error}). Fix: pip install "
@@ -77,6 +91,10 @@ def serve(
         if problem is not None:
             raise CliError(problem)
     parsed = parse_outcomes(outcomes)
+    try:
+        files = [Upload.parse(text) for text in uploads]
+    except ValueError as error:
+        raise CliError(f"--upload {error}") from None
     try:
         account = LocalAccount(
             templates,
@@ -108,10 +126,21 @@ def serve(
             out.note(note)
         for stack, machines in account.stacks.items():
             out.console.print(f"stack {stack}: " + (", ".join(machines) or "no state machine"))
+        for upload in files:
+            written = upload.put(account.region)
+            out.console.print(
+                f"uploaded {upload.source}: {len(written)} object(s) under "
+                f"s3://{upload.bucket}/{upload.key}"
+            )
         out.console.print(f"serving on {account.url}")
         out.console.print(
             f"  export AWS_ENDPOINT_URL={account.url} AWS_DEFAULT_REGION={account.region} "
             "AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing"
+        )
+        out.console.print(
+            "  then: hetero-train run / status / logs / stop / list, and while it serves: "
+            "hetero-train local deploy TEMPLATE... | local script OUTCOME... | "
+            "local interrupt JOB_OR_RUN"
         )
         out.stdout.flush()
         with _stopped_by_sigterm(stop), contextlib.suppress(KeyboardInterrupt):

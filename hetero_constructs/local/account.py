@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
+import math
 import threading
 import time
 import warnings
@@ -34,8 +34,18 @@ from types import TracebackType
 from typing import Any
 
 from hetero_constructs.local.cloud import LocalCloud
+from hetero_constructs.local.control import Command, ControlError, ControlServer
+from hetero_constructs.local.deploy.assets import AssetError
+from hetero_constructs.local.deploy.update import StackChange
+from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.training import Outcome
-from hetero_constructs.runs.targets import LOCAL_MACHINE_OUTPUT_PREFIX, machine_path
+from hetero_constructs.runs.execution import read_run
+from hetero_constructs.runs.targets import (
+    LOCAL_MACHINE_OUTPUT_PREFIX,
+    TargetNotFound,
+    machine_path,
+    resolve_execution,
+)
 
 DEFAULT_PORT = 5055
 _TICK = 0.1
@@ -69,7 +79,8 @@ class LocalAccount:
         self.job_duration = job_duration
         self.reconcile_every = reconcile_every
         self.stacks: dict[str, list[str]] = {}  # stack name -> its state machines' ARNs
-        self._server: Any = None
+        self._server: ControlServer | None = None
+        self._control = threading.Lock()  # one steering command at a time
         self._stop = threading.Event()
         self._clock: threading.Thread | None = None
         self._errors: list[BaseException] = []
@@ -81,8 +92,7 @@ class LocalAccount:
     @property
     def url(self) -> str:
         assert self._server is not None, "the account is served once entered"
-        host, port = self._server.get_host_and_port()
-        return f"http://{host}:{port}"
+        return self._server.url
 
     @property
     def notes(self) -> list[str]:
@@ -90,21 +100,19 @@ class LocalAccount:
         return self.cloud.notes
 
     def __enter__(self) -> LocalAccount:
-        from moto.server import ThreadedMotoServer
-
-        _check_port(self.port)  # at once: the server's own thread would only print the error
-        self.cloud.__enter__()
+        # Bound first: a port in use fails at once, before minutes of deploying.
+        self._server = ControlServer(self.port, self._commands())
+        try:
+            self.cloud.__enter__()
+        except BaseException:
+            self._server.stop()
+            raise
         try:
             for template in self.templates:
-                known = len(self.cloud.deployed)
-                self.cloud.deploy(template)
-                name = template.name.split(".")[0]
-                self.stacks[name] = [m.arn for m in self.cloud.deployed[known:]]
-                self._register_stack(name, template)
+                self._deploy(template)
             self.cloud.training.script(self.outcomes, job_duration=self.job_duration)
             # Each request's access line would drown what the command prints.
             logging.getLogger("werkzeug").setLevel(logging.ERROR)
-            self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=self.port, verbose=False)
             self._server.start()
             # A host's AWS clients reach this account, as a container's reach AWS.
             self.cloud.training.real.environment.update(
@@ -116,6 +124,7 @@ class LocalAccount:
                 }
             )
         except BaseException:
+            self._server.stop()
             self.cloud.__exit__(None, None, None)
             raise
         self._clock = threading.Thread(target=self._run_clock, name="local-account", daemon=True)
@@ -141,9 +150,162 @@ class LocalAccount:
             if self._errors:
                 raise self._errors[0]
 
+    # -- steering it while it serves (also through its port: ``steering.ServedAccount``) ----
+
+    def deploy(self, templates: Sequence[str | Path]) -> list[StackChange]:
+        """Deploy new or changed synthesized stacks into the running account, as ``cdk
+        deploy`` would: assets published into its S3, a changed stack updated in place
+        (``deploy.update``), every run's history kept. ``ValueError`` names a template that
+        is missing or no template (nothing is deployed then); ``AssetError`` a missing asset."""
+        paths = [Path(template) for template in templates]
+        for path in paths:
+            problem = template_problem(path)
+            if problem is not None:
+                raise ValueError(problem)
+        with self._control:
+            return [self._deploy(path) for path in paths]
+
+    def script(
+        self, outcomes: Iterable[str | Outcome], *, job_duration: timedelta | None = None
+    ) -> list[Outcome]:
+        """How the next training-job attempts end, in creation order, each a drill (no code
+        runs; shown as ``simulated``): replaces what was scripted; then later attempts end as
+        the account's default (``simulate``, else for real). ``ValueError`` names an outcome
+        that is not one."""
+        parsed = [Outcome.parse(outcome) for outcome in outcomes]
+        with self._control:
+            self.cloud.training.script(parsed, job_duration=job_duration)
+            return self.cloud.training.scripted()
+
+    def scripted(self) -> list[Outcome]:
+        """The outcomes scripted for the next attempts, not yet taken."""
+        return self.cloud.training.scripted()
+
+    def interrupt(self, job_or_run: str) -> tuple[str, str | None]:
+        """Interrupt a running real job as a spot reclaim does (``LocalCloud.
+        interrupt_training_job``): the job's name or ARN, or a run (execution name or ARN)
+        whose current attempt runs. The job's name, and the run's ARN if a run was named.
+        ``LookupError``: no such job or run; ``ValueError``: nothing of it runs for real."""
+        target = job_or_run.strip()
+        name = target.rsplit("/", 1)[-1] if ":training-job/" in target else target
+        run = None
+        with self._control:
+            if name not in {attempt.name for attempt in self.cloud.training.attempts}:
+                run = self._run_named(target)
+                name = self._running_job(run)
+            self.cloud.interrupt_training_job(name)
+        return name, run
+
+    def _run_named(self, target: str) -> str:
+        try:
+            return resolve_execution(target, stepfunctions=self.cloud.client("stepfunctions"))
+        except TargetNotFound as error:
+            running = ", ".join(self.cloud.training.running()) or "none"
+            closest = f" Closest runs: {', '.join(error.candidates)}." if error.candidates else ""
+            raise LookupError(
+                f"No training job or run named {target!r} in this account (training jobs "
+                f"running now: {running}).{closest} Fix: give a running job's name (hetero-train "
+                "status RUN lists each attempt's), or a run's name or ARN."
+            ) from None
+
+    def _running_job(self, run: str) -> str:
+        stepfunctions, sagemaker = (
+            self.cloud.client("stepfunctions"),
+            self.cloud.client("sagemaker"),
+        )
+        execution, jobs = read_run(stepfunctions, sagemaker, run)
+        running = [job.name for job in jobs if job.status == "InProgress"]
+        if not running:
+            seen = ", ".join(f"{job.name} {job.status}" for job in jobs) or "none yet"
+            raise ValueError(
+                f"run {execution.name} has no running training job to interrupt (the run is "
+                f"{execution.status}; its jobs: {seen}). Fix: interrupt it while an attempt "
+                "is InProgress (hetero-train status shows it)."
+            )
+        return running[-1]
+
+    def _deploy(self, template: Path) -> StackChange:
+        self.cloud.deploy(template)
+        change = self.cloud.changes[-1]
+        machines = [m.arn for m in self.cloud.stack_machines(change.stack)]
+        self.stacks = {**self.stacks, change.stack: machines}
+        self._register_stack(change.stack, template, new=change.new)
+        return change
+
+    # -- the control channel's commands (``control``; the client: ``steering``) -----------
+
+    def _commands(self) -> dict[str, Command]:
+        return {
+            "GET account": lambda _: {
+                "account": self.cloud.account,
+                "region": self.region,
+                "stacks": self.stacks,
+                **self._script_answer(self.scripted()),
+            },
+            "POST deploy": self._deploy_command,
+            "GET script": lambda _: self._script_answer(self.scripted()),
+            "POST script": self._script_command,
+            "DELETE script": lambda _: self._script_answer(self.script([])),
+            "POST interrupt": self._interrupt_command,
+        }
+
+    def _deploy_command(self, body: Any) -> dict[str, Any]:
+        templates = _strings(body, "templates", "the templates' paths")
+        try:
+            changes = self.deploy(templates)
+        except ValueError as error:
+            raise ControlError("InvalidTemplate", str(error)) from None
+        except AssetError as error:
+            raise ControlError("AssetError", str(error)) from None
+        return {
+            "stacks": [
+                {**change.to_json(), "stateMachines": self.stacks.get(change.stack, [])}
+                for change in changes
+            ]
+        }
+
+    def _script_command(self, body: Any) -> dict[str, Any]:
+        outcomes = _strings(body, "outcomes", "STATUS[:DETAIL] each")
+        duration = body.get("jobDuration")
+        seconds = None
+        if duration is not None:
+            try:
+                if isinstance(duration, bool) or not 0 <= duration < math.inf:  # NaN, too
+                    raise ValueError(duration)
+                seconds = timedelta(seconds=duration)
+            except (TypeError, ValueError, OverflowError):
+                raise ControlError(
+                    "InvalidRequest", f"jobDuration is seconds (a number >= 0), not {duration!r}"
+                ) from None
+        try:
+            return self._script_answer(self.script(outcomes, job_duration=seconds))
+        except ValueError as error:
+            raise ControlError("InvalidOutcome", str(error)) from None
+
+    def _script_answer(self, scripted: list[Outcome]) -> dict[str, Any]:
+        otherwise = self.cloud.training.otherwise
+        return {
+            "next": [outcome_text(outcome) for outcome in scripted],
+            "then": outcome_text(otherwise) if otherwise is not None else None,
+        }
+
+    def _interrupt_command(self, body: Any) -> dict[str, Any]:
+        target = body.get("target") if isinstance(body, dict) else None
+        if not isinstance(target, str) or not target.strip():
+            raise ControlError(
+                "InvalidRequest", "give the job's name or ARN, or a run's name or ARN, as target"
+            )
+        try:
+            job, run = self.interrupt(target)
+        except LookupError as error:
+            raise ControlError("NotFound", str(error), 404) from None
+        except ValueError as error:
+            raise ControlError("NotRunning", str(error), 409) from None
+        return {"job": job, "run": run}
+
     # -- the stacks as CloudFormation knows them -------------------------------------------
 
-    def _register_stack(self, name: str, template: Path) -> None:
+    def _register_stack(self, name: str, template: Path, *, new: bool) -> None:
         body = json.loads(template.read_text())
         resolver = self.cloud.resolvers[-1]
         outputs = {}
@@ -152,9 +314,7 @@ class LocalAccount:
             outputs[key] = {"Value": str(value), "Description": output.get("Description", "")}
         # The stub holds no state machine: each is described by an output instead, so that
         # STACK/CONSTRUCT_ID of a user's own state machine resolves (``runs.targets``).
-        for number, machine in enumerate(
-            m for m in self.cloud.deployed if m.arn in self.stacks[name]
-        ):
+        for number, machine in enumerate(self.cloud.stack_machines(name)):
             resource = body["Resources"][machine.logical_id]
             path = f"{name}/{machine_path(resource, machine.logical_id, name)}"
             outputs[f"HeteroLocalStateMachine{number}"] = {
@@ -165,12 +325,12 @@ class LocalAccount:
             "Resources": {"Deployed": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
             "Outputs": outputs,
         }
+        cloudformation = self.cloud.client("cloudformation")
+        put = cloudformation.create_stack if new else cloudformation.update_stack
         with warnings.catch_warnings():
             # moto creates nothing for the handle, and says so: that is the point.
             warnings.simplefilter("ignore", UserWarning)
-            self.cloud.client("cloudformation").create_stack(
-                StackName=name, TemplateBody=json.dumps(stack)
-            )
+            put(StackName=name, TemplateBody=json.dumps(stack))
 
     # -- what AWS does between calls --------------------------------------------------------
 
@@ -188,14 +348,16 @@ class LocalAccount:
                 return
 
 
-def _check_port(port: int) -> None:
-    """``OSError`` when 127.0.0.1:``port`` cannot be listened on (another server holds it).
-    The probe binds as the server will (``SO_REUSEADDR``), so a port in TIME_WAIT passes."""
-    if port == 0:
-        return
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.bind(("127.0.0.1", port))
+def outcome_text(outcome: Outcome) -> str:
+    """``STATUS[:DETAIL]``, as ``Outcome.parse`` reads it."""
+    return outcome.status + (f":{outcome.detail}" if outcome.detail else "")
 
 
-__all__ = ["DEFAULT_PORT", "LocalAccount"]
+def _strings(body: Any, key: str, what: str) -> list[str]:
+    values = body.get(key) if isinstance(body, dict) else None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise ControlError("InvalidRequest", f"give {key} as a list of strings ({what})")
+    return values
+
+
+__all__ = ["DEFAULT_PORT", "LocalAccount", "outcome_text"]

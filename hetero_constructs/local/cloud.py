@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from hetero_constructs.local import moto_gaps, moto_targets
+from hetero_constructs.local.delivery import invoke_target, send
 from hetero_constructs.local.deploy.assets import (
     Environment,
     FileAsset,
@@ -41,7 +42,8 @@ from hetero_constructs.local.deploy.resolve import (
     detect_region,
 )
 from hetero_constructs.local.deploy.template import Template
-from hetero_constructs.local.events import DeliveryError, EventBus, Target
+from hetero_constructs.local.deploy.update import Redeployer, StackChange, new_stack
+from hetero_constructs.local.events import EventBus, Target
 from hetero_constructs.local.execution_events import (
     EXECUTION_EVENT_SOURCE,
     EXECUTION_EVENT_TYPE,
@@ -91,6 +93,9 @@ class LocalCloud:
         #: machines and the training tasks in them, by stack name.
         self.names: dict[str, list[Entry]] = {}
         self.resolvers: list[Resolver] = []
+        #: What each deploy did, in order (``deploy.update``).
+        self.changes: list[StackChange] = []
+        self._stacks: dict[str, tuple[dict[str, Any], Resolver]] = {}  # as last deployed
         self.assets: list[FileAsset] = []  # published into the local S3 by ``deploy``
         self.notes: list[str] = []
         self.bus = EventBus(self._invoke_target, self._send, self.account, self.region)
@@ -173,8 +178,9 @@ class LocalCloud:
         template_dir: Path | None = None,
     ) -> dict[str, str]:
         """Publish the template's assets into the local S3 (as ``cdk deploy`` does, see
-        ``deploy.assets``; ``AssetError`` names a missing one), then create its resources;
-        their ``Ref`` values by logical id.
+        ``deploy.assets``; ``AssetError`` names a missing one), then create its resources (a
+        stack deployed before is updated in place, its runs kept: ``deploy.update``, and
+        ``changes`` says what changed); their ``Ref`` values by logical id.
 
         ``template``: the template, or the path of a synthesized one
         (``cdk.out/<Stack>.template.json``): all its stack's assets are published.
@@ -200,18 +206,33 @@ class LocalCloud:
         assets, notes = publish_template_assets(body, loaded.path, loaded.assembly, where)
         self.assets.extend(assets)
         self.notes.extend(notes)
-        scratch = self._scratch / f"stack{len(self.resolvers)}"
-        deployer = Deployer(body, resolver, loaded.assembly, self.lambdas, self.bus, scratch)
-        stack = deployer.deploy()
+        scratch = self._scratch / f"stack{len(self.changes)}"
+        name = resolver.stack_name  # a template dict's (LocalStack) is always a new stack
+        previous = self._stacks.get(name) if loaded.path is not None else None
+        parts = (body, resolver, loaded.assembly, self.lambdas, self.bus, scratch)
+        if previous is None:
+            stack = Deployer(*parts).deploy()
+            self.changes.append(new_stack(name, body))
+        else:
+            redeployer = Redeployer(*parts, previous=previous)
+            stack = redeployer.deploy()
+            self.changes.append(redeployer.change)
+        if loaded.path is not None:
+            self._stacks[name] = (body, resolver)
         self.resolvers.append(resolver)
-        for machine in stack.state_machines:
-            self.deployed.append(machine)
-            self.state_machines.append(machine.arn)
-            self.definitions[machine.arn] = machine.definition
-        arns = {machine.logical_id: machine.arn for machine in stack.state_machines}
-        self.names.setdefault(resolver.stack_name, []).extend(
-            template_entries(body, resolver.stack_name, arns, self.definitions)
+        # New lists, not ones changed in place: a served account's threads read them meanwhile.
+        updated = {machine.arn: machine for machine in stack.state_machines}
+        self.definitions = {**self.definitions, **{a: m.definition for a, m in updated.items()}}
+        self.deployed = [updated.pop(m.arn, m) for m in self.deployed] + list(updated.values())
+        self.state_machines = [m.arn for m in self.deployed]
+        machines = self.stack_machines(name) if previous is not None else stack.state_machines
+        entries = template_entries(
+            body, name, {m.logical_id: m.arn for m in machines}, self.definitions
         )
+        self.names = {
+            **self.names,
+            name: [*(self.names.get(name, []) if not previous else []), *entries],
+        }
         self.notes.extend(stack.notes)
         if resolver.unresolved:
             self.notes.append(
@@ -221,6 +242,16 @@ class LocalCloud:
         return {
             logical_id: str(resolver.ref(logical_id)) for logical_id in body.get("Resources", {})
         }
+
+    def stack_machines(self, stack: str) -> list[StateMachine]:
+        """The state machines deployed for ``stack`` (by its last deploy), in template order."""
+        body, resolver = self._stacks[stack]
+        arns = [
+            str(resolver.ref(logical_id))
+            for logical_id, resource in body.get("Resources", {}).items()
+            if resource.get("Type") == "AWS::StepFunctions::StateMachine"
+        ]
+        return [m for arn in arns for m in self.deployed if m.arn == arn]
 
     def state_machine(self, name: str | None = None) -> str:
         """The ARN of the state machine called ``name`` (ARN, name, logical id, or
@@ -235,38 +266,11 @@ class LocalCloud:
         self.bus.put(execution_status_event(self.bus, execution, status))
 
     def _invoke_target(self, target: Target, payload: str) -> None:
-        service = target.arn.split(":")[2] if target.arn.count(":") >= 5 else ""
-        if service == "lambda":
-            try:
-                function = self.lambdas.find(target.arn)
-            except KeyError as error:
-                raise DeliveryError(str(error)) from error
-            self.lambdas.invoke_async(function, payload)
-        elif service == "states":
-            self.client("stepfunctions").start_execution(stateMachineArn=target.arn, input=payload)
-        else:
-            self._send(target.arn, payload, {})
+        invoke_target(self.client, self.lambdas, self._send, target, payload)
 
     def _send(self, arn: str, body: str, attributes: dict[str, str]) -> None:
         """Deliver a message to an SQS queue, SNS topic or Lambda function by ARN."""
-        parts = arn.split(":")
-        service = parts[2] if len(parts) > 5 else ""
-        if service == "sqs":
-            url = f"https://sqs.{parts[3]}.amazonaws.com/{parts[4]}/{parts[5]}"
-            self.client("sqs").send_message(
-                QueueUrl=url,
-                MessageBody=body,
-                MessageAttributes={
-                    key: {"DataType": "String", "StringValue": value or "-"}
-                    for key, value in attributes.items()
-                },
-            )
-        elif service == "sns":
-            self.client("sns").publish(TopicArn=arn, Message=body)
-        elif service == "lambda":
-            self.lambdas.queue_async(arn, body)
-        else:
-            self.notes.append(f"delivery to {arn} not simulated")
+        send(self.client, self.lambdas, self.notes, arn, body, attributes)
 
     # -- schedules and the run loop --------------------------------------------------------
 

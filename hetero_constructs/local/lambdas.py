@@ -159,7 +159,9 @@ class Lambdas:
         self._stop_hook = hook
 
     def register(self, function: LocalFunction) -> None:
-        self.functions[function.name] = function
+        """Add ``function``, or replace the one of its name (a redeploy): a new mapping, as
+        other threads read the functions meanwhile."""
+        self.functions = {**self.functions, function.name: function}
 
     def find(self, name_or_arn: str) -> LocalFunction:
         """The function called ``name_or_arn`` (a name, an ARN, a logical id or a handler)."""

@@ -127,7 +127,10 @@ REPLACED: tuple[Target, ...] = (
 #: What the local account imports from moto or calls on its objects without replacing it.
 USED: tuple[Target, ...] = (
     Target("moto", "mock_aws"),
-    Target("moto.server", "ThreadedMotoServer"),
+    # control: moto's server app, served as ThreadedMotoServer serves it, the channel in front
+    Target("moto.moto_server.werkzeug_app", "DomainDispatcherApplication", "(create_app)"),
+    Target("moto.moto_server.werkzeug_app", "create_backend_app", "(service)"),
+    Target("moto.moto_server.werkzeug_app", "MotoRequestHandler"),
     Target("moto.core.exceptions", "ServiceException"),
     Target("moto.core.responses", "ActionResult"),
     Target("moto.core.responses", "EmptyResult"),

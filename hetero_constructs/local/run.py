@@ -7,6 +7,7 @@ is ``hetero-train run --local`` (``hetero_constructs.cli``).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +22,18 @@ def template_problem(template: str | Path) -> str | None:
     """Why ``template`` is not a template file to run, or None (the message ends with the fix)."""
     path = Path(template)
     if path.is_file():
+        try:
+            body = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            return (
+                f"template {str(template)!r} cannot be read as JSON ({error}); give a template "
+                "`cdk synth` wrote (cdk.out/STACK.template.json)"
+            )
+        if not isinstance(body, dict) or not isinstance(body.get("Resources"), dict):
+            return (
+                f"template {str(template)!r} is no CloudFormation template (no Resources "
+                "object); give a template `cdk synth` wrote (cdk.out/STACK.template.json)"
+            )
         return None
     if path.is_dir():
         found = sorted(p.name for p in path.glob("*.template.json"))

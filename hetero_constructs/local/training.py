@@ -105,6 +105,11 @@ class TrainingJobs:
             if job_duration is not None:
                 self.job_duration = job_duration
 
+    def scripted(self) -> list[Outcome]:
+        """The outcomes scripted for the next attempts, in creation order (not yet taken)."""
+        with self._lock:
+            return list(self._outcomes)
+
     def running(self) -> list[str]:
         """Jobs that are InProgress or Stopping: the ones the run loop ends."""
         with self._lock:

@@ -19,7 +19,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from hetero_constructs.contract import lifecycle
-from hetero_constructs.contract.metrics import final_metrics
+from hetero_constructs.contract.metrics import final_metrics, is_simulated
 from hetero_constructs.contract.training_job import describe_training_job, error_code
 
 EXECUTION_TAG = lifecycle.TAG_EXECUTION
@@ -286,6 +286,7 @@ class TrainingJob:
             "trainingEndTime": self._get("TrainingEndTime"),
             "secondaryStatusTransitions": self.transitions,
             "finalMetricDataList": [v.to_dict() for v in final_metrics(self.description)],
+            "simulated": is_simulated(self.transitions),  # a drill (--outcome): no code ran
         }
 
 

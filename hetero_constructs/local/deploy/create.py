@@ -188,10 +188,14 @@ class Deployer:
                 "RedrivePolicy",
             )
         }
-        url = self._client("sqs").create_queue(
-            QueueName=physical.attributes["QueueName"], Attributes=attributes
-        )["QueueUrl"]
+        url = self._put_queue(logical_id, physical.attributes["QueueName"], attributes)
         self.resolver.record(logical_id, url, QueueUrl=url)
+
+    def _put_queue(self, logical_id: str, name: str, attributes: dict[str, str]) -> str:
+        """The queue created (a redeploy updates the one there); its URL."""
+        return str(
+            self._client("sqs").create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+        )
 
     def _topic(self, logical_id: str, resource: dict[str, Any]) -> None:
         physical = self.resolver.physical(logical_id)
@@ -234,21 +238,25 @@ class Deployer:
         role_arn = str(properties.get("Role") or "")
         role_name = role_arn.rsplit("/", 1)[-1] or "local-runner-lambda"
         self._ensure_role(role_name, "/", {"Version": "2012-10-17", "Statement": []})
-        created = self._client("lambda").create_function(
-            FunctionName=physical.ref,
-            Runtime=runtime if runtime.startswith(("python", "nodejs", "java")) else "python3.12",
-            Role=self._role_arn(role_name),
-            Handler=handler,
-            Code={"ZipFile": _placeholder_zip()},
-            Timeout=int(properties.get("Timeout", 3)),
-            MemorySize=int(properties.get("MemorySize", 128)),
+        arn = self._put_function(
+            logical_id,
+            {
+                "FunctionName": physical.ref,
+                "Runtime": runtime
+                if runtime.startswith(("python", "nodejs", "java"))
+                else "python3.12",
+                "Role": self._role_arn(role_name),
+                "Handler": handler,
+                "Timeout": int(properties.get("Timeout", 3)),
+                "MemorySize": int(properties.get("MemorySize", 128)),
+            },
         )
-        self.resolver.record(logical_id, physical.ref, Arn=created["FunctionArn"])
+        self.resolver.record(logical_id, physical.ref, Arn=arn)
         code_dir, not_run = self._code_folder(logical_id, resource, properties, runtime)
         function = LocalFunction(
             logical_id=logical_id,
             name=physical.ref,
-            arn=str(created["FunctionArn"]),
+            arn=arn,
             handler=handler,
             runtime=runtime,
             code_dir=code_dir,
@@ -270,6 +278,14 @@ class Deployer:
             self.stack.notes.append(f"{logical_id}: not run locally ({not_run})")
         self.lambdas.register(function)
         self.stack.functions.append(function)
+
+    def _put_function(self, logical_id: str, configuration: dict[str, Any]) -> str:
+        """The function created in moto (a redeploy updates the one there); its ARN. moto
+        holds a placeholder: the code runs from its folder (``lambdas``)."""
+        created = self._client("lambda").create_function(
+            **configuration, Code={"ZipFile": _placeholder_zip()}
+        )
+        return str(created["FunctionArn"])
 
     def _code_folder(
         self, logical_id: str, resource: dict[str, Any], properties: dict[str, Any], runtime: str
@@ -350,11 +366,16 @@ class Deployer:
         }
         if properties.get("StateMachineType"):
             arguments["type"] = properties["StateMachineType"]
-        arn = self._client("stepfunctions").create_state_machine(**arguments)["stateMachineArn"]
+        arn = self._put_state_machine(logical_id, arguments)
         self.resolver.record(logical_id, arn, Arn=arn)
         self.stack.state_machines.append(
             StateMachine(arn, physical.attributes["Name"], logical_id, json.loads(definition))
         )
+
+    def _put_state_machine(self, logical_id: str, arguments: dict[str, Any]) -> str:
+        """The state machine created (a redeploy updates the one there); its ARN."""
+        created = self._client("stepfunctions").create_state_machine(**arguments)
+        return str(created["stateMachineArn"])
 
     def _rule(self, logical_id: str, resource: dict[str, Any]) -> None:
         properties = self.properties(resource)
@@ -389,7 +410,9 @@ class Deployer:
             enabled=str(properties.get("State", "ENABLED")) == "ENABLED",
             targets=targets,
         )
-        self.bus.rules.append(rule)
+        # A new list, not one changed in place: the served account's clock reads it meanwhile.
+        rules = [rule if r.name == rule.name else r for r in self.bus.rules]
+        self.bus.rules = rules if rule in rules else [*rules, rule]
         self.stack.rules.append(rule)
 
     def _note_skipped(self) -> None:

@@ -94,6 +94,11 @@ def private_mounts() -> tuple[bool, str]:
         return _mounts
 
 
+def _enter_mount(host: Host) -> list[str]:
+    """The prefix that starts a process (an MPI rank of ``host``) in ``host``'s own /opt/ml."""
+    return [sys.executable, str(WRAPPER), "--mount", str(host.base), "--exec", "--"]
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 
@@ -235,7 +240,10 @@ class LocalJob:
         for host in hosts.hosts:
             mine = [c for c in channels if host in data.channel_hosts(c, hosts)]
             lay_out(host, hosts, hyperparameters, input_data_config(mine))
-        self._launch_plan = launch(hosts, hyperparameters, self.python)
+        mounted, _ = private_mounts()
+        self._launch_plan = launch(
+            hosts, hyperparameters, self.python, _enter_mount if mounted else None
+        )
         self.notes.extend(data.download_channels(self.storage, channels, hosts))
         data.unpack_code(self.storage, data.submit_directory(hyperparameters), hosts.hosts)
         self._checkpoints = Checkpoints(

@@ -1,13 +1,13 @@
 """Starts one host's command: standard library only, run as a script by this machine's Python.
 
-``wrapper.py [--mount BASE [--at TARGET]] -- COMMAND...``: leads the host's process group (the
-engine starts it in a new session) and is the subreaper of everything it starts, so a launcher's
-workers that leave the group (``torchrun``'s and ``mpirun``'s ranks each get one of their own)
-stay its descendants. It asks the kernel for SIGUSR1 when the engine's thread that started it
-dies (``prctl(PR_SET_PDEATHSIG)``) and then kills all of them, so no host outlives a killed CLI.
-It survives the SIGTERM the engine sends the group (the command gets it), waits for the command,
-kills what the command left behind, and exits with its status (``128 + N`` for a command killed
-by signal N).
+``wrapper.py [--mount BASE [--at TARGET]] [--exec] -- COMMAND...``: leads the host's process
+group (the engine starts it in a new session) and is the subreaper of everything it starts, so a
+launcher's workers that leave the group (``torchrun``'s and ``mpirun``'s ranks each get one of
+their own) stay its descendants. It asks the kernel for SIGUSR1 when the engine's thread that
+started it dies (``prctl(PR_SET_PDEATHSIG)``) and then kills all of them, so no host outlives a
+killed CLI. It survives the SIGTERM the engine sends the group (the command gets it), waits for
+the command, kills what the command left behind, and exits with its status (``128 + N`` for a
+command killed by signal N).
 
 With ``--mount``, it first gives the host a private ``/opt/ml`` (``TARGET``: tests only), bound
 to ``BASE``: as root in a mount namespace of its own; as a normal user in a user namespace of its
@@ -15,6 +15,7 @@ own as well, its uid and gid mapped to themselves (the files it writes are the u
 ``/opt/ml`` does not exist (a normal user cannot create it, and root should leave nothing behind
 on this machine), ``/opt`` is covered, in that namespace only, by a read-only tmpfs holding bind
 mounts of the real ``/opt``'s entries, plus an empty ``ml`` to bind ``BASE`` on.
+With ``--exec``, it mounts and then becomes the command (an MPI rank of another host).
 ``wrapper.py --probe``: exits 0 when this works here, else says why on stderr.
 """
 
@@ -216,16 +217,34 @@ def _run(argv: list[str]) -> int:
     return 128 - code if code < 0 else code
 
 
+def _become(argv: list[str], base: str | None, target: str) -> int:
+    """``--exec``: this process becomes the command, in ``base``'s mount namespace (an MPI rank
+    of another host, started by the first host's ``mpirun``: the host's leader is its
+    subreaper already)."""
+    try:
+        if base is not None:
+            private_base(base, target)
+            os.chdir(f"{target}/code")
+        os.execvp(argv[0], argv)
+    except OSError as error:
+        print(f"local run: cannot start {argv[0]!r} in {base}: {error}", file=sys.stderr)
+    return 125
+
+
 def main(argv: list[str]) -> int:
     if argv[:1] == ["--probe"]:
         return _probe()
-    base, target = None, TARGET
+    base, target, replace = None, TARGET, False
     if argv[:1] == ["--mount"]:
         base, argv = argv[1], argv[2:]
     if argv[:1] == ["--at"]:
         target, argv = argv[1], argv[2:]
+    if argv[:1] == ["--exec"]:
+        replace, argv = True, argv[1:]
     if argv[:1] == ["--"]:
         argv = argv[1:]
+    if replace:
+        return _become(argv, base, target)
     engine = os.getppid()
     group = os.getpgrp()
 
