@@ -124,21 +124,22 @@ def _lines(cloud: LocalCloud, job: str) -> dict[str, list[str]]:
     }
 
 
-def _processes_of(job: str) -> list[int]:
-    """The live processes (zombies aside) started for ``job``: every process of its hosts has
-    ``TRAINING_JOB_NAME`` in its environment, whatever process group or session it is in."""
+def _processes_of(job: str) -> set[tuple[int, int]]:
+    """The live processes (zombies aside) started for ``job``, as (pid, start time): every
+    process of its hosts has ``TRAINING_JOB_NAME`` in its environment, whatever process group
+    or session it is in (the start time tells a reused pid apart)."""
     wanted = f"TRAINING_JOB_NAME={job}".encode()
-    found = []
+    found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             variables = (entry / "environ").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if state != "Z" and wanted in variables:
-            found.append(int(entry.name))
+        if fields[0] != "Z" and wanted in variables:
+            found.add((int(entry.name), int(fields[19])))  # stat's 22nd field: start time
     return found
 
 
@@ -191,7 +192,7 @@ def test_a_spot_reclaim_mid_epoch_trains_on_every_row_once_in_order(cloud: Local
         cloud.interrupt_training_job(name)
         # Every process of every host is gone, torchrun's workers (sessions of their own)
         # included, before the job starts again.
-        assert not [pid for pid in first if pid in _processes_of(name)]
+        assert not first & _processes_of(name)
         interrupted = True
     finally:
         if not interrupted and name:  # a check failed: stopping the job ends the hold

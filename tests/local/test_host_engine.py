@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.local.hosts import FolderStorage, LocalJob
+from hetero_constructs.local.hosts.launch import find_mpirun
 from hetero_constructs.local.hosts.layout import cluster, lay_out, toolkit_environment
 from tests.fixtures.host_jobs import (
     CODE_KEY,
@@ -322,7 +322,7 @@ def test_launchers_this_machine_cannot_run_fail_at_once_with_the_fix(tmp_path: P
     )
     assert smddp.status == "Failed" and smddp.trained_from is None
     assert "smdistributed" in smddp.reason and "GPU" in smddp.reason
-    if shutil.which("mpirun") is None:
+    if find_mpirun(sys.executable) is None:  # where it is installed: test_host_mpirun
         mpi = finished(run.job("mpi", hyperparameters={"sagemaker_pytorch_ddp_enabled": True}))
         assert mpi.status == "Failed" and "install Open MPI" in mpi.reason
 

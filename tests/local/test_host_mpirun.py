@@ -121,8 +121,8 @@ def test_mpirun_runs_every_rank_of_the_group_from_its_first_host(tmp_path: Path,
     homes = {0: "algo-2", 1: "algo-3" if mounted else "algo-2"}
     for rank, home in homes.items():
         expected = f"rank-{rank} of 2 on algo-2 in {home}'s /opt/ml"
-        assert any(
-            line.startswith(f"[1,{rank}]<stdout>:") and line.endswith(expected)
+        assert any(  # Open MPI 4 may append an empty tagged chunk to the line
+            line.startswith(f"[1,{rank}]<stdout>:") and expected in line
             for line in jobs.text("algo-2")
         ), jobs.text("algo-2")
         assert (tmp_path / "mpi" / home / "model" / f"rank-{rank}.txt").exists()
