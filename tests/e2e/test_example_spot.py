@@ -9,7 +9,8 @@ on fresh hosts with its checkpoints restored) and it finishes. What the script r
 what it trained on (each rank's row ids in training order, saved with its checkpoint and
 written to ``metrics.json``) shows every row of the interrupted epoch trained on exactly once
 across both runs, in the order of an uninterrupted epoch; the new data hosts' own lines show
-that each shard started where its rank had stopped, nothing made again.
+that each shard started where its rank had stopped, nothing made again, and that they sent each
+rank the rest of its epoch and no more.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ ROWS = 1000  # examples/datasets/train/part-0.csv, what `make synth` uploads
 SIZES = {"epochs": 2, "batch_size": 25, "checkpoint_every": 5, "idle_timeout": 60}
 HOLD, EPOCH = 27, 1
 RANKS = ("rank-0.pt", "rank-1.pt")
+SENT = re.compile(r"\[hetero-train\] .* data_host=\S+ rank=(\d+) batches=(\d+) ")
 RESUMING = re.compile(r"resuming rank (\d+)'s shard (\d+) of epoch (\d+) at batch (\d+) of")
 STATUSES = [
     "Starting", "Downloading", "Training", "Interrupted",
@@ -124,21 +126,29 @@ def _lines(cloud: LocalCloud, job: str) -> dict[str, list[str]]:
     }
 
 
-def _processes_of(job: str) -> list[int]:
-    """The live processes (zombies aside) started for ``job``: every process of its hosts has
-    ``TRAINING_JOB_NAME`` in its environment, whatever process group or session it is in."""
+def _after_last(lines: list[str], marker: str) -> list[str]:
+    """The lines after the last one that contains ``marker`` (a host's restart)."""
+    starts = [number for number, line in enumerate(lines) if marker in line]
+    assert len(starts) == 2, starts  # the host started twice: before the reclaim and after
+    return lines[starts[-1] + 1 :]
+
+
+def _processes_of(job: str) -> set[tuple[int, int]]:
+    """The live processes (zombies aside) started for ``job``, as (pid, start time): every
+    process of its hosts has ``TRAINING_JOB_NAME`` in its environment, whatever process group
+    or session it is in (the start time tells a reused pid apart)."""
     wanted = f"TRAINING_JOB_NAME={job}".encode()
-    found = []
+    found = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             variables = (entry / "environ").read_bytes().split(b"\0")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if state != "Z" and wanted in variables:
-            found.append(int(entry.name))
+        if fields[0] != "Z" and wanted in variables:
+            found.add((int(entry.name), int(fields[19])))  # stat's 22nd field: start time
     return found
 
 
@@ -191,7 +201,7 @@ def test_a_spot_reclaim_mid_epoch_trains_on_every_row_once_in_order(cloud: Local
         cloud.interrupt_training_job(name)
         # Every process of every host is gone, torchrun's workers (sessions of their own)
         # included, before the job starts again.
-        assert not [pid for pid in first if pid in _processes_of(name)]
+        assert not first & _processes_of(name)
         interrupted = True
     finally:
         if not interrupted and name:  # a check failed: stopping the job ends the hold
@@ -209,11 +219,13 @@ def test_a_spot_reclaim_mid_epoch_trains_on_every_row_once_in_order(cloud: Local
     assert metrics["ids_per_epoch"] == [list(range(ROWS))] * SIZES["epochs"]  # each row once
     lines = _lines(cloud, name)
     resumed: set[tuple[int, int, int]] = set()
+    taken_before: dict[int, int] = {}
     for rank, key in enumerate(RANKS):
         saved = held[key]
         state = saved["data"]
         # The hold came mid-epoch: the checkpoint's data state is 7 batches into epoch 1.
         assert (state["epoch"], sum(state["consumed"]), state["ordered"]) == (EPOCH, 7, True)
+        taken_before[rank] = sum(state["consumed"])
         before = saved["ids_per_epoch"][EPOCH]
         assert len(before) == 7 * SIZES["batch_size"]
         # The ids trained on before the reclaim (as checkpointed) and after it, in order, are
@@ -242,3 +254,12 @@ def test_a_spot_reclaim_mid_epoch_trains_on_every_row_once_in_order(cloud: Local
     }
     assert said == resumed and len(resumed) == 8, (said, resumed)
     assert not [line for line in data_lines if "fast-forwarded" in line]  # nothing made again
+    # The new data hosts' own counts (what each sent each rank so far, its last line): the
+    # rest of the rank's 20 batches of the epoch, not one more.
+    sent = {0: 0, 1: 0}
+    for host in ("algo-1", "algo-2"):
+        restarted = _after_last(lines[host], "Invoking script with the following command")
+        last = {int(m[1]): int(m[2]) for line in restarted if (m := SENT.search(line))}
+        for rank, batches in last.items():
+            sent[rank] += batches
+    assert sent == {rank: 20 - taken for rank, taken in taken_before.items()}, sent
