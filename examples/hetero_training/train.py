@@ -26,14 +26,21 @@ CSV), ``data_port``, ``data_workers`` (worker processes per data host), ``idle_t
 ``connect_timeout`` (how long either group waits for the other to come up),
 ``data_host_map`` (JSON object host -> ``"address:port"``; local runs map ``algo-1`` to
 ``127.0.0.1:<port>``), ``checkpoint_dir`` (default ``/opt/ml/checkpoints``, SageMaker's
-checkpoint path) and ``checkpoint_every`` (steps). The job's data-plane secret comes in
+checkpoint path), ``checkpoint_every`` (steps) and ``hold_at_step`` (a drill: after its
+``hold_at_step``-th step, counted over all epochs and restarts, each rank saves its checkpoint
+and holds until the job is stopped or its hosts are killed, so that an interruption lands
+mid-epoch at a known point; 0, the default: never). The job's data-plane secret comes in
 ``$HETERO_DATA_SECRET``.
 
 Each rank checkpoints its model, optimiser, progress and data-plane position
 (``RemoteBatches.state_dict()``) to ``checkpoint_dir/rank-<rank>.pt`` every
 ``checkpoint_every`` steps and at each epoch's end. A restarted job (spot reclaim, retry)
 finds them there (SageMaker restores the checkpoint S3 URI into that path) and goes on
-mid-epoch where the checkpoint was taken, on its new data hosts.
+mid-epoch where the checkpoint was taken, on its new data hosts: each data host's
+``shard_batches`` starts a shard at ``shard.start`` (the batches the rank already trained on
+are not made again, and the host logs ``resuming rank R's shard I of epoch E at batch B``).
+``metrics.json`` lists each rank's row ids in the order it trained on them, per epoch, the
+part before a restart included (``ids_in_order``).
 """
 
 from __future__ import annotations
@@ -46,6 +53,7 @@ import logging
 import os
 import random
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -87,6 +95,7 @@ class Settings:
     data_host_map: dict[str, str] = field(default_factory=dict)
     checkpoint_dir: str = ""  # default: <base>/checkpoints, i.e. /opt/ml/checkpoints
     checkpoint_every: int = 50
+    hold_at_step: int = 0  # a drill's pause (see the module's docstring); 0: never
 
     @classmethod
     def from_hyperparameters(cls, hyperparameters: dict[str, Any]) -> Settings:
@@ -151,6 +160,42 @@ def synthetic_rows(count: int, seed: int, features: int = 8) -> list[list[float]
     return rows
 
 
+def shard_batches(
+    shard: data.Shard, scaled: Any, labels: Any, stats: dict[str, Any], settings: Settings
+) -> Iterator[dict[str, Any]]:
+    """One shard's augmented batches: the rows ``shard.index, shard.index + shard.count, ...``,
+    shuffled by ``(seed, epoch, shard)``, from batch ``shard.start`` on (a resumed rank has the
+    batches before it: they are not made again)."""
+    import numpy as np
+
+    ids = np.arange(shard.index, len(scaled), shard.count)
+    np.random.default_rng([settings.seed, shard.epoch, shard.index]).shuffle(ids)
+    starts = range(0, len(ids), settings.batch_size)
+    if shard.start:
+        log.info(
+            "resuming rank %d's shard %d of epoch %d at batch %d of %d (%d batches skipped, "
+            "not made)",
+            shard.rank,
+            shard.index,
+            shard.epoch,
+            shard.start,
+            len(starts),
+            min(shard.start, len(starts)),
+        )
+    for number in range(shard.start, len(starts)):
+        chunk = ids[starts[number] : starts[number] + settings.batch_size]
+        # Each batch's noise from a generator of its own: a resumed shard's batches are the
+        # ones the whole shard would have had, its skipped batches unmade.
+        rng = np.random.default_rng([settings.seed, shard.epoch, shard.index, number])
+        noise = rng.normal(0, settings.noise, (len(chunk), scaled.shape[1]))
+        yield {
+            "x": (scaled[chunk] + noise).astype(np.float32),
+            "y": labels[chunk].astype(np.float32),
+            "ids": chunk,
+            "stats": stats,
+        }
+
+
 def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
     """Normalise the training channel and stream augmented batches until the trainers end."""
     import numpy as np
@@ -168,27 +213,13 @@ def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
     scaled = ((features - mean) / std).astype(np.float32)
     stats = {"feature_mean": mean.tolist(), "feature_std": std.tolist()}
 
-    def make_batches(shard: data.Shard) -> Iterator[dict[str, Any]]:
-        ids = np.arange(shard.index, len(scaled), shard.count)
-        rng = np.random.default_rng([settings.seed, shard.epoch, shard.index])
-        rng.shuffle(ids)
-        for start in range(0, len(ids), settings.batch_size):
-            chunk = ids[start : start + settings.batch_size]
-            noise = rng.normal(0, settings.noise, (len(chunk), scaled.shape[1]))
-            yield {
-                "x": (scaled[chunk] + noise).astype(np.float32),
-                "y": labels[chunk].astype(np.float32),
-                "ids": chunk,
-                "stats": stats,
-            }
-
     runtime.MetricsReporter.for_environment(env)  # this host's start line
 
     def reported(shard: data.Shard) -> Iterator[dict[str, Any]]:
         # In the worker process: this stream's rate, written when the trainer has taken it all.
         reporter = runtime.MetricsReporter.for_environment(env, announce=False)
         try:
-            for batch in make_batches(shard):
+            for batch in shard_batches(shard, scaled, labels, stats, settings):
                 yield batch
                 reporter.record(samples=len(batch["ids"]))
         finally:
@@ -212,6 +243,18 @@ def run_data_host(env: runtime.TrainingEnvironment, settings: Settings) -> int:
 
 
 # -- trainers ----------------------------------------------------------------------------------
+
+
+def hold(rank: int, epoch: int, steps: int) -> None:
+    """``hold_at_step``: the rank's checkpoint is saved; wait here until the job is stopped
+    (SIGTERM) or its hosts are killed (a spot reclaim), never returning."""
+    log.warning(
+        "rank %d holds after step %d (epoch %d), as hold_at_step says; its checkpoint is saved",
+        rank,
+        steps,
+        epoch,
+    )
+    threading.Event().wait()
 
 
 def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
@@ -245,7 +288,7 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
     loss_fn = torch.nn.BCEWithLogitsLoss()
     ids_per_epoch: list[list[int]] = []
     stats: dict[str, Any] = {}
-    samples_seen, correct, loss = 0, 0, torch.tensor(0.0)
+    samples_seen, correct, steps, loss = 0, 0, 0, torch.tensor(0.0)
     checkpoint_path = (
         Path(settings.checkpoint_dir or os.path.join(runtime.resolve_base_dir(), "checkpoints"))
         / f"rank-{rank}.pt"
@@ -256,7 +299,16 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
         remote.load_state_dict(restored["data"])  # the epoch goes on where it stopped
         ids_per_epoch, stats = restored["ids_per_epoch"], restored["stats"]
         samples_seen, correct = restored["samples_seen"], restored["correct"]
-        log.info("rank %d resumes from %s at epoch %d", rank, checkpoint_path, remote.next_epoch)
+        steps = restored.get("steps", 0)
+        log.info(
+            "rank %d resumes from %s at epoch %d after step %d (%d samples of that epoch "
+            "trained before)",
+            rank,
+            checkpoint_path,
+            remote.next_epoch,
+            steps,
+            len(ids_per_epoch[remote.next_epoch]) if len(ids_per_epoch) > remote.next_epoch else 0,
+        )
 
     def make_model(features: int) -> tuple[Any, Any, Any]:
         torch.manual_seed(settings.seed)  # identical initial weights on every rank
@@ -280,6 +332,7 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                 "stats": stats,
                 "samples_seen": samples_seen,
                 "correct": correct,
+                "steps": steps,
             },
             partial,
         )
@@ -315,14 +368,19 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
                     loss.backward()
                     optimiser.step()
                     samples_seen += len(y)
+                    steps += 1
                     ids += batch["ids"].tolist()
                     stats = batch["stats"]
                     right = int(((logits > 0).float() == y).sum().item())
                     epoch_totals += torch.tensor([loss.item() * len(y), right, len(y)])
                     if epoch == settings.epochs - 1:
                         correct += right
-                    if (step + 1) % settings.checkpoint_every == 0:
+                    if (step + 1) % settings.checkpoint_every == 0 or (
+                        steps == settings.hold_at_step
+                    ):
                         save_checkpoint(model, optimiser)
+                    if steps == settings.hold_at_step:
+                        hold(rank, epoch, steps)
             save_checkpoint(model, optimiser)  # between epochs: a restart begins the next one
             log.info("rank %d epoch %d: %d samples; %s", rank, epoch, len(ids), remote.stats())
             reporter.write_stats(remote.stats())
@@ -353,6 +411,8 @@ def run_trainer(env: runtime.TrainingEnvironment, settings: Settings) -> int:
             "epochs": settings.epochs,
             "ids_per_epoch": per_epoch,
             "ids_per_rank": {r["rank"]: sorted(r["ids"][0]) for r in reports},
+            # Each rank's row ids in the order it trained on them, per epoch (across restarts).
+            "ids_in_order": {r["rank"]: r["ids"] for r in reports},
             "samples_seen": sum(r["seen"] for r in reports),
             "train_accuracy": sum(r["correct"] for r in reports) / max(len(per_epoch[-1]), 1),
             "last_batch_loss_rank0": loss.item(),

@@ -40,7 +40,7 @@ def _post(url: str, body: Any) -> None:
     request = urllib.request.Request(
         url, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "json"}
     )
-    with urllib.request.urlopen(request, timeout=10):
+    with urllib.request.urlopen(request, timeout=60):
         pass
 
 
@@ -181,9 +181,9 @@ def test_run_follow_on_a_terminal_shows_the_run_to_its_end(served: FakeStack, se
     scenario = Scenario(served, arn)
     driver = threading.Thread(target=scenario.play)
     driver.start()
-    output = _read_terminal(master, process, time.monotonic() + 60)
+    output = _read_terminal(master, process, time.monotonic() + 120)
     driver.join()
-    assert process.wait(timeout=10) == 0, output.decode(errors="replace")
+    assert process.wait(timeout=60) == 0, output.decode(errors="replace")
     os.close(master)
 
     screen = pyte.Screen(COLUMNS, ROWS)

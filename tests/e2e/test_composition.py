@@ -191,7 +191,7 @@ def test_aborting_the_parent_stops_the_child_job(cloud: LocalCloud) -> None:
     assert result.status == "ABORTED"
     (name,) = job_names(result)
     # Step Functions stops the child a moment later; its end stops the child's job.
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while name not in cloud.training.stopped_jobs and time.monotonic() < deadline:
         cloud.settle()
         time.sleep(0.05)

@@ -204,7 +204,7 @@ def test_a_job_item_the_reconciler_cannot_reach_does_not_stop_it_for_the_others(
         harness, f"arn:aws:states:{cloud.region}:{cloud.account}:execution:gone:run"
     )
     cloud.faults.drop_events(times=1000)
-    result = harness.run("beside-an-unreachable-item", reconcile_every=0.2, timeout=15)
+    result = harness.run("beside-an-unreachable-item", reconcile_every=0.2, timeout=120)
     assert result.status == "SUCCEEDED", result.cause
     (job,) = created(result)
     assert result.output["TrainingJobName"] == job
@@ -227,7 +227,7 @@ def test_a_malformed_job_item_does_not_stop_the_reconciler_for_the_others(
         Item={"pk": {"S": "job#a-malformed-item"}, "attempt": {"S": "not a number"}},
     )
     cloud.faults.drop_events(times=1000)
-    result = harness.run("beside-a-malformed-item", reconcile_every=0.2, timeout=15)
+    result = harness.run("beside-a-malformed-item", reconcile_every=0.2, timeout=120)
     assert result.status == "SUCCEEDED", result.cause
     assert harness.job_items() == ["job#a-malformed-item"]
     (item,) = harness.items("job#")
@@ -378,7 +378,7 @@ def test_a_reused_execution_name_after_a_redeploy_gets_a_new_job(harness: Harnes
         roleArn=machine["roleArn"],
     )["stateMachineArn"]
     assert recreated == harness.machine
-    second = cloud.run(recreated, name="nightly", timeout=30)
+    second = cloud.run(recreated, name="nightly", timeout=120)
     assert second.execution_arn == first.execution_arn  # the very same execution ARN
     assert second.status == "SUCCEEDED", second.cause
     (new_job,) = created(second)
@@ -837,8 +837,8 @@ def test_dead_lettered_events_are_replayed_and_the_run_completes(harness: Harnes
     # Every delivery of the job's end fails (the Lambda's own two retries too): dead-lettered.
     failing = cloud.faults.fail_lambda("events.handler", after_work=False, times=3)
     with ThreadPoolExecutor(1) as pool:
-        running = pool.submit(harness.run, "dead-lettered", timeout=30)
-        waiting = time.monotonic() + 20
+        running = pool.submit(harness.run, "dead-lettered", timeout=120)
+        waiting = time.monotonic() + 60
         while failing.times or not _visible_messages(sqs, queue):
             assert time.monotonic() < waiting, "the job's end event was never dead-lettered"
             assert not running.done(), running.result()

@@ -21,7 +21,7 @@ def test_the_handlers_run_without_touching_os_environ(example: Any) -> None:
         cloud.deploy(example.template, template_dir=example.outdir)
         (machine,) = cloud.state_machines
         on_calls("before-call.dynamodb", during_a_handler_call, unique_id="environment-test")
-        result = cloud.run(machine, None, name="environment", timeout=30)
+        result = cloud.run(machine, None, name="environment", timeout=120)
     assert result.status == "SUCCEEDED"
     assert seen  # the handlers read and wrote the run table
     assert set(seen) == {None}

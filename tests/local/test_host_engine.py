@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.local.hosts import FolderStorage, LocalJob
+from hetero_constructs.local.hosts.launch import find_mpirun
 from hetero_constructs.local.hosts.layout import cluster, lay_out, toolkit_environment
 from tests.fixtures.host_jobs import (
     CODE_KEY,
@@ -186,6 +186,22 @@ def test_stop_sends_sigterm_and_ends_stopped(tmp_path: Path) -> None:
     assert not [pid for pid in marked_pids(run.marks) if alive(pid)]
 
 
+def test_a_stop_ends_what_left_the_hosts_group(tmp_path: Path) -> None:
+    """torchrun starts its workers in sessions of their own, out of reach of the SIGTERM to
+    the host's process group: once the stopped script exits, they end with the job all the
+    same (test_host_mpirun.py: when the script exits on its own, and when the job is killed)."""
+    run = Run(tmp_path, groups=[("train", 2)])
+    job = run.job(hyperparameters={"mode": "wait", "session": "new"})
+    job.start()
+    wait_until(lambda: len(list(run.marks.glob("*.helper"))) == 2, what="both hosts running")
+    helpers = [int(p.read_text()) for p in run.marks.glob("*.helper")]
+    assert all(os.getsid(pid) == pid for pid in helpers)  # each leads a session of its own
+    job.stop()
+    assert job.wait(60)
+    assert job.ending is not None and job.ending.status == "Stopped"
+    assert not [pid for pid in helpers if alive(pid)]
+
+
 def test_max_runtime_stops_the_job(tmp_path: Path) -> None:
     run = Run(tmp_path, max_runtime=1)
     ending = finished(run.job(hyperparameters={"mode": "wait"}))
@@ -216,7 +232,8 @@ def test_a_missing_code_bundle_fails_with_the_fix(tmp_path: Path) -> None:
 
 
 def test_no_host_outlives_a_killed_parent(tmp_path: Path) -> None:
-    """SIGKILL the process that runs a job: its hosts and what they started die with it."""
+    """SIGKILL the process that runs a job: its hosts and what they started die with it, in
+    their process groups or not (the helpers here lead sessions of their own)."""
     run = Run(tmp_path, groups=[("train", 2)])
     (tmp_path / "parent.py").write_text(
         textwrap.dedent(f"""
@@ -225,7 +242,7 @@ def test_no_host_outlives_a_killed_parent(tmp_path: Path) -> None:
         from pathlib import Path
         from hetero_constructs.local.hosts import FolderStorage, LocalJob
         from tests.fixtures.host_jobs import request
-        hps = {{"mode": "wait", "marks": {str(run.marks)!r}}}
+        hps = {{"mode": "wait", "marks": {str(run.marks)!r}, "session": "new"}}
         job = LocalJob("orphan", request("orphan", "bucket", groups=[("train", 2)],
                        hyperparameters=hps), FolderStorage(Path({str(tmp_path / "s3")!r})),
                        Path({str(tmp_path / "orphan")!r}), on_line=lambda *a: None,
@@ -305,7 +322,7 @@ def test_launchers_this_machine_cannot_run_fail_at_once_with_the_fix(tmp_path: P
     )
     assert smddp.status == "Failed" and smddp.trained_from is None
     assert "smdistributed" in smddp.reason and "GPU" in smddp.reason
-    if shutil.which("mpirun") is None:
+    if find_mpirun(sys.executable) is None:  # where it is installed: test_host_mpirun
         mpi = finished(run.job("mpi", hyperparameters={"sagemaker_pytorch_ddp_enabled": True}))
         assert mpi.status == "Failed" and "install Open MPI" in mpi.reason
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from hetero_constructs.local.hosts import wrapper
+from hetero_constructs.local.hosts import FolderStorage, LocalJob, engine, wrapper
 from hetero_constructs.local.hosts.engine import WRAPPER
-from tests.fixtures.host_jobs import alive, sourcedir
+from tests.fixtures.host_jobs import CODE_KEY, alive, request, sourcedir
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux namespaces")
 NOBODY = 65534
@@ -181,15 +181,16 @@ def test_a_missing_mount_point_is_made_in_the_namespace_alone(
     assert sorted(p.name for p in opt.iterdir()) == ["latest", "notes.txt", "tools"]
 
 
-def test_the_probe_creates_nothing_and_says_why_it_cannot(tmp_path: Path) -> None:
-    """The probe needs no /opt/ml of this machine; a missing parent is named."""
+def test_the_probe_creates_nothing_and_says_why_it_cannot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Probing needs no /opt/ml of this machine (where it has none, none is made); a missing
+    parent is named."""
     existed = os.path.exists(wrapper.TARGET)
-    probe = subprocess.run(
-        [sys.executable, str(WRAPPER), "--probe"], capture_output=True, text=True, timeout=60
-    )
+    monkeypatch.setattr(engine, "_mounts", None)  # probe again
+    mounted, note = engine.private_mounts()
     assert os.path.exists(wrapper.TARGET) == existed
-    if probe.returncode != 0:
-        assert probe.stderr.strip()
+    assert note.startswith("each host sees its own /opt/ml" if mounted else "cannot give each")
     missing = subprocess.run(
         [sys.executable, str(WRAPPER), "--mount", str(tmp_path), "--at",
          str(tmp_path / "none" / "ml"), "--", "true"],
@@ -307,3 +308,36 @@ def test_a_normal_users_hosts_each_see_only_their_own_opt_ml(shared_folder: Path
     pids = [int(p.read_text()) for p in (shared_folder / "marks").glob("*.pid")]
     assert len(pids) == 2 and not [pid for pid in pids if alive(pid)]
     assert os.path.exists(wrapper.TARGET) == existed  # nothing made on this machine
+
+
+FOLDER_SCRIPT = """
+import json, os
+base = os.environ["SAGEMAKER_BASE_DIR"]
+seen = {"model_dir": os.environ["SM_MODEL_DIR"], "cwd": os.getcwd(), "base": base}
+name = os.environ["SM_CURRENT_HOST"] + ".json"
+with open(os.path.join(os.environ["SM_MODEL_DIR"], name), "w") as out:
+    json.dump(seen, out)
+"""
+
+
+def test_where_no_host_can_have_opt_ml_each_works_in_its_own_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fallback: the base folder named by SAGEMAKER_BASE_DIR and the SM_* variables."""
+    monkeypatch.setattr(engine, "_mounts", (False, "cannot here (a test)"))
+    script = tmp_path / "script"
+    script.mkdir()
+    (script / "train.py").write_text(FOLDER_SCRIPT)
+    storage = FolderStorage(tmp_path / "s3")
+    storage.write("bucket", CODE_KEY, sourcedir(script))
+    job = LocalJob(
+        "folders", request("folders", "bucket", groups=[("train", 2)]), storage,
+        tmp_path / "job", on_line=lambda *_: None, on_stage=lambda *_: None,
+    )  # fmt: skip
+    job.start()
+    assert job.wait(120) and job.ending is not None
+    assert job.ending.status == "Completed", job.ending.reason
+    for host in ("algo-1", "algo-2"):
+        base = tmp_path / "job" / host
+        seen = json.loads((base / "model" / f"{host}.json").read_text())
+        assert seen == {"model_dir": f"{base}/model", "cwd": f"{base}/code", "base": str(base)}

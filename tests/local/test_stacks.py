@@ -131,7 +131,7 @@ def test_aborting_the_parent_aborts_the_child(cloud: LocalCloud, stacks: Synthes
     assert (child_machine, "ABORTED") in statuses
 
 
-def _wait_for(probe, seconds: float = 10.0):  # type: ignore[no-untyped-def]
+def _wait_for(probe, seconds: float = 60.0):  # type: ignore[no-untyped-def]
     import time
 
     deadline = time.monotonic() + seconds

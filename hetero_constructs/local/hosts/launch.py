@@ -120,8 +120,9 @@ def launch(
                 entry, *arguments,
             ]  # fmt: skip
         elif host in distributed and mpirun is not None:
-            # The first host runs every rank of the group; the others wait as the toolkit's
-            # workers do (they exit 0).
+            # The first host's mpirun starts every rank of the group. The others have nothing
+            # of their own to run (the toolkit's workers only host the ranks mpirun starts
+            # there over ssh), so they exit 0 at once.
             if host != distributed[0]:
                 commands[host.name] = [python, "-c", "pass"]
                 continue

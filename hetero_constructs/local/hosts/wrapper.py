@@ -145,7 +145,7 @@ def private_base(base: str, target: str = TARGET) -> None:
         blocked = userns_blocked() if os.geteuid() != 0 else None
         if blocked is None:
             raise
-        raise OSError(error.errno, f"{error.strerror}; {blocked}") from error
+        raise OSError(error.errno, f"{error.strerror or error}; {blocked}") from error
 
 
 def _probe() -> int:
