@@ -302,7 +302,7 @@ def test_a_running_job_interrupted_as_a_spot_reclaim_restarts_and_completes(
 
 def _changed_user_job(stacks: Any, folder: Path) -> Path:
     """The UserJob stack changed as a user changes it: its state machine's success state
-    records ``"shipped": "v2"``; synthesized into another folder (its assets copied along)."""
+    records ``"shipped": "v2"``, written into another folder with its assets (as a re-synthesis)."""
     shutil.copytree(stacks.outdir, folder)
     template = folder / "LocalUserJob.template.json"
     body = json.loads(template.read_text())
