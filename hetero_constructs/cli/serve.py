@@ -74,6 +74,8 @@ def serve(
     deploy` deploys new or changed stacks into it, `local script` scripts drills for the next
     attempts and `local interrupt` interrupts a running job as a spot reclaim."""
     try:
+        import flask  # noqa: F401  (moto's server application, which serves it, runs on Flask)
+
         from hetero_constructs.local.account import LocalAccount
         from hetero_constructs.local.deploy.assets import AssetError
         from hetero_constructs.local.moto_targets import UnsupportedMoto

@@ -90,7 +90,8 @@ def deploy(templates: tuple[str, ...], endpoint_url: str | None, json_flag: bool
     "--job-duration",
     type=click.FloatRange(min=0.0),
     metavar="SECONDS",
-    help="how long each of these drills runs (default: as `local serve` was started)",
+    help="from now on, how long each drill runs (default: as it was, first `local serve`'s "
+    "--job-duration)",
 )
 @endpoint_option
 @json_option

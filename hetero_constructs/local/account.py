@@ -170,8 +170,8 @@ class LocalAccount:
     ) -> list[Outcome]:
         """How the next training-job attempts end, in creation order, each a drill (no code
         runs; shown as ``simulated``): replaces what was scripted; then later attempts end as
-        the account's default (``simulate``, else for real). ``ValueError`` names an outcome
-        that is not one."""
+        the account's default (``simulate``, else for real). ``job_duration``: from now on, how
+        long each drill runs. ``ValueError`` names an outcome that is not one."""
         parsed = [Outcome.parse(outcome) for outcome in outcomes]
         with self._control:
             self.cloud.training.script(parsed, job_duration=job_duration)

@@ -124,8 +124,8 @@ class ServedAccount:
 
     def script(self, outcomes: Iterable[str], *, job_duration: float | None = None) -> Script:
         """How the next training-job attempts end, as drills (``STATUS[:DETAIL]`` each, as
-        ``--outcome`` takes them); replaces what was scripted. ``job_duration``: how long each
-        drill runs, in seconds (default: as the account was started)."""
+        ``--outcome`` takes them); replaces what was scripted. ``job_duration``: from now on, how
+        long each drill runs, in seconds (default: as it was)."""
         body: dict[str, Any] = {"outcomes": list(outcomes)}
         if job_duration is not None:
             body["jobDuration"] = job_duration

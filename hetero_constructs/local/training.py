@@ -164,7 +164,8 @@ class TrainingJobs:
         )
         job.secondary_status = attempt.secondary_status = stage.status
         attempt.stages_applied += 1
-        if stage.status == "Downloading":
+        if stage.status == "Downloading" and attempt.trained_from is None:
+            # Once: a job restarted after a spot reclaim keeps its start and its billed time.
             attempt.trained_from = job.training_start_time = stage.at
         if attempt.trained_from is None or not attempt.simulated:
             return  # no instance is running, or its hosts log for themselves

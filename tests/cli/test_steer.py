@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import socket
 import sys
 from collections.abc import Iterator
@@ -279,6 +280,11 @@ def test_a_running_job_interrupted_as_a_spot_reclaim_restarts_and_completes(
         "Starting", "Downloading", "Training", "Uploading", "Completed",
     ]  # fmt: skip
     assert all((marks / f"{h}.started2").exists() for h in hosts)  # resumed from checkpoints
+    # It trained from its first start: the time before the reclaim is the job's too.
+    first_start = described["SecondaryStatusTransitions"][1]["StartTime"]
+    assert described["TrainingStartTime"] == first_start
+    spent = described["TrainingEndTime"] - first_start
+    assert described["BillableTimeInSeconds"] == int(spent.total_seconds())
 
     # Nothing of it runs now; a name nothing has is exit 2, naming what would do.
     code, out = cli("local", "interrupt", "spot", "--endpoint-url", url)
@@ -292,6 +298,64 @@ def test_a_running_job_interrupted_as_a_spot_reclaim_restarts_and_completes(
     error = capsys.readouterr().err
     assert code == 2 and "No training job or run named 'spto'" in error
     assert "Closest runs: spot" in error and "Traceback" not in error
+
+
+def _changed_user_job(stacks: Any, folder: Path) -> Path:
+    """The UserJob stack changed as a user changes it: its state machine's success state
+    records ``"shipped": "v2"``, written into another folder with its assets (as a re-synthesis)."""
+    shutil.copytree(stacks.outdir, folder)
+    template = folder / "LocalUserJob.template.json"
+    body = json.loads(template.read_text())
+    succeed = '"Training completed":{"Type":"Succeed"}'
+    shipped = (
+        '"Training completed":{"Type":"Pass","Result":"v2","ResultPath":"$.shipped","End":true}'
+    )
+    [machine] = [
+        r for r in body["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"
+    ]
+    parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+    assert sum(succeed in part for part in parts if isinstance(part, str)) == 1
+    parts[:] = [p.replace(succeed, shipped) if isinstance(p, str) else p for p in parts]
+    template.write_text(json.dumps(body))
+    return template
+
+
+def test_a_run_in_flight_through_a_deploy_ends_as_it_started(
+    user_jobs: tuple[LocalAccount, Path], stacks: Any, tmp_path: Path
+) -> None:
+    """Its execution goes on with the definition it started with, its job keeps running;
+    a run started after the deploy takes the new definition (Step Functions' semantics)."""
+    account, marks = user_jobs
+    url = account.url
+    hps = {"hyperparameters": {"marks": str(marks), "mode": "resume"}}
+    code, text = cli(
+        "run", "LocalUserJob/Job", "--endpoint-url", url, "--input", json.dumps(hps),
+        "--name", "in-flight", "--no-follow",
+    )  # fmt: skip
+    assert code == 0, text
+    hosts = ("algo-1", "algo-2", "algo-3")
+    wait_until(
+        lambda: all((marks / f"{h}.started1").exists() for h in hosts), 120, "every host started"
+    )
+    changed = _changed_user_job(stacks, tmp_path / "cdk.out")
+    code, text = cli("local", "deploy", str(changed), "--endpoint-url", url)
+    assert code == 0, text
+    assert "  updated in place: Job3AAC5AA8 (AWS::StepFunctions::StateMachine)" in text
+    # The job ran on through the deploy; interrupted, it restarts and completes the run.
+    code, text = cli("local", "interrupt", "in-flight", "--endpoint-url", url)
+    assert code == 0, text
+    from hetero_constructs import TrainingRun
+    from hetero_constructs.runs.clients import RunClients
+
+    clients = RunClients.create(endpoint_url=url, region=account.region)
+    ended = TrainingRun.attach("in-flight", clients=clients).wait(
+        out=None, poll_seconds=0.2, log_grace=0
+    )
+    assert ended.succeeded, ended
+    assert "shipped" not in _output(account, "in-flight")
+    after = _run(url, "LocalUserJob/Job", "after", {"hyperparameters": {"marks": str(marks)}})
+    assert after["succeeded"], after
+    assert _output(account, "after")["shipped"] == "v2"
 
 
 def test_a_drill_cannot_be_interrupted(user_jobs: tuple[LocalAccount, Path]) -> None:
