@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from hetero_constructs.local.hosts import FolderStorage, LocalJob, private_mounts
-from hetero_constructs.local.hosts.launch import find_mpirun
+from hetero_constructs.local.hosts.launch import SMDDP_NOTE, find_mpirun
 from hetero_constructs.local.hosts.layout import cluster, lay_out, split
 from hetero_constructs.local.hosts.mpirun import (
     mpi_command,
@@ -127,8 +127,10 @@ def test_mpirun_runs_every_rank_of_the_group_from_its_first_host(tmp_path: Path,
         pytest.skip(NO_MPIRUN)
     jobs = Jobs(tmp_path)
     launcher = {**MPI, "sagemaker_mpi_enabled": False, flag: True}
-    ending = ended(jobs.job("mpi", [("data", 1), ("mpi", 2)], **launcher))
+    job = jobs.job("mpi", [("data", 1), ("mpi", 2)], **launcher)
+    ending = ended(job)
     assert ending.status == "Completed", ending.reason
+    assert job.notes == ([] if flag == "sagemaker_mpi_enabled" else [SMDDP_NOTE])
     # mpirun's tagged output, in the first host's log as SageMaker shows it.
     # Every rank has the first host's variables (the toolkit exports them with -x), and where
     # hosts have their own /opt/ml, each rank its own host's, as in its container on SageMaker.
@@ -215,6 +217,7 @@ def test_pytorchddp_from_our_spec_runs_through_mpirun_on_gloo(tmp_path: Path) ->
     command = next(line for line in lines["algo-2"] if line.startswith("Invoking script"))
     assert "mpirun" in command and "SMDATAPARALLEL_USE_HOMOGENEOUS=1" in command
     assert "smddprun" not in command
+    assert job.notes == [SMDDP_NOTE]
     mounted, _ = private_mounts()
     homes = {0: "algo-2", 1: "algo-3" if mounted else "algo-2"}
     for rank, home in homes.items():  # 1 + 2: both ranks reduced over gloo

@@ -247,6 +247,7 @@ class LocalJob:
         self._launch_plan = launch(
             hosts, hyperparameters, self.python, _enter_mount if mounted else None
         )
+        self.notes.extend(self._launch_plan.notes)
         self.notes.extend(data.download_channels(self.storage, channels, hosts))
         data.unpack_code(self.storage, data.submit_directory(hyperparameters), hosts.hosts)
         self._checkpoints = Checkpoints(

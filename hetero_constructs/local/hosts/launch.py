@@ -75,6 +75,7 @@ class Launch:
 
     commands: dict[str, list[str]]  # host -> argv (run in its code folder)
     environment: dict[str, str]  # what every host gets besides its own SM_* variables
+    notes: tuple[str, ...] = ()  # where this launch differs from SageMaker's
 
 
 def _truthy(value: Any) -> bool:
@@ -183,8 +184,14 @@ def launch(
     addresses = {host.name: f"{LOOPBACK}:{free_port()}" for host in cluster.hosts}
     # PyTorch toolkit's MASTER_ADDR/MASTER_PORT (there: the master host, 7777).
     master = {"MASTER_ADDR": LOOPBACK, "MASTER_PORT": str(port)}
-    return Launch(commands, {ADDRESSES_ENV: json.dumps(addresses), **master})
+    notes = (SMDDP_NOTE,) if runner == _SMDDP else ()
+    return Launch(commands, {ADDRESSES_ENV: json.dumps(addresses), **master}, notes)
 
+
+SMDDP_NOTE = (
+    "pytorchddp / smdistributed data parallel runs under mpirun without smddprun, as the "
+    "toolkit runs it where AWS's library is not installed (it cannot be installed here)"
+)
 
 #: The package of AWS's SageMaker distributed training libraries (data and model parallel).
 SMDISTRIBUTED = "smdistributed"
@@ -227,6 +234,7 @@ def _has_module(python: str, module: str) -> bool:
 
 __all__ = [
     "LOOPBACK",
+    "SMDDP_NOTE",
     "SMDISTRIBUTED",
     "Launch",
     "find_mpirun",
