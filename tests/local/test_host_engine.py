@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from hetero_constructs.local.hosts import FolderStorage, LocalJob
-from hetero_constructs.local.hosts.launch import find_mpirun
 from hetero_constructs.local.hosts.layout import cluster, lay_out, toolkit_environment
 from tests.fixtures.host_jobs import (
     CODE_KEY,
@@ -25,6 +24,7 @@ from tests.fixtures.host_jobs import (
     channel,
     marked_pids,
     request,
+    request_from_spec,
     sourcedir,
     wait_until,
 )
@@ -315,16 +315,46 @@ def test_torchrun_starts_the_group_as_one_world(tmp_path: Path) -> None:
     assert any("torch.distributed.run --nnodes 2" in line for line in run.text("algo-2"))
 
 
-def test_launchers_this_machine_cannot_run_fail_at_once_with_the_fix(tmp_path: Path) -> None:
-    run = Run(tmp_path, groups=[("gpu", 2)], distribution="gpu")
-    smddp = finished(
-        run.job("smddp", hyperparameters={"sagemaker_distributed_dataparallel_enabled": True})
+@pytest.mark.parametrize("launcher", ["mpi", "torch_distributed"])
+def test_smdistributed_model_parallel_fails_at_once_saying_why(
+    tmp_path: Path, launcher: str
+) -> None:
+    """v1 (under mpi) and v2 (under torch_distributed): AWS's library, on its GPU images only."""
+    run = Run(tmp_path)
+    model_parallel = {"enabled": True, "parameters": {"partitions": 2}}
+    distribution = {"smdistributed": {"modelparallel": model_parallel}, launcher: {"enabled": True}}
+    if launcher == "mpi":
+        distribution["instance_groups"] = ["gpu"]
+        request = request_from_spec("mp", BUCKET, distribution)
+    else:  # v2: a homogeneous cluster, in its own image
+        image = "658645717510.dkr.ecr.us-west-2.amazonaws.com/smdistributed-modelparallel"
+        request = request_from_spec(
+            "mp", BUCKET, distribution, groups=[("gpu", 2)],
+            spec={"image_uri": f"{image}:2.2.0-gpu-py310-cu121"},
+        )  # fmt: skip
+    assert json.loads(request["HyperParameters"]["mp_parameters"]) == {"partitions": 2}
+    job = LocalJob("mp", request, run.storage, tmp_path / "mp",
+                   on_line=lambda *_: None, on_stage=lambda *_: None)  # fmt: skip
+    ending = finished(job)
+    assert (ending.status, ending.trained_from) == ("Failed", None)
+    assert ending.reason.startswith("ClientError: smdistributed model parallel (mp_parameters)")
+    assert "AWS's model parallel library" in ending.reason and "use torch_distributed" in (
+        ending.reason
     )
-    assert smddp.status == "Failed" and smddp.trained_from is None
-    assert "smdistributed" in smddp.reason and "GPU" in smddp.reason
-    if find_mpirun(sys.executable) is None:  # where it is installed: test_host_mpirun
-        mpi = finished(run.job("mpi", hyperparameters={"sagemaker_pytorch_ddp_enabled": True}))
-        assert mpi.status == "Failed" and "install Open MPI" in mpi.reason
+
+
+def test_a_missing_import_is_named_in_the_reason(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    for module, says in (
+        ("no_such_module_here", "it imports no_such_module_here, which is not installed"),
+        ("smdistributed.dataparallel.torch.torch_smddp", "AWS's SageMaker distributed training"),
+    ):
+        name = module.partition(".")[0].replace("_", "-")
+        ending = finished(run.job(name, hyperparameters={"mode": "import", "module": module}))
+        assert ending.status == "Failed"
+        assert ending.reason.startswith("AlgorithmError: algo-1: the script exited with code 1")
+        assert says in ending.reason, ending.reason
+    assert "which ships only in SageMaker's GPU training images" in ending.reason
 
 
 def test_pipe_mode_runs_as_file_and_says_so(tmp_path: Path) -> None:

