@@ -159,7 +159,8 @@ class LocalAccount:
         """Deploy new or changed synthesized stacks into the running account, as ``cdk
         deploy`` would: assets published into its S3, a changed stack updated in place
         (``deploy.update``), every run's history kept. ``ValueError`` names a template that
-        is missing or no template (nothing is deployed then); ``AssetError`` a missing asset."""
+        is missing, no template, or holds a state machine definition moto's parser refuses
+        (nothing of it is deployed then); ``AssetError`` a missing asset."""
         paths = [Path(template) for template in templates]
         for path in paths:
             problem = template_problem(path)
