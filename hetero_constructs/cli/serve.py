@@ -114,6 +114,8 @@ def serve(
         account.__enter__()
     except AssetError as error:
         raise CliError(str(error), "AssetError") from None
+    except ValueError as error:  # a state machine definition moto refuses
+        raise CliError(str(error), "InvalidTemplate") from None
     except OSError as error:  # the port is taken
         raise CliError(
             f"The local account cannot listen on 127.0.0.1:{port} ({error.strerror or error})."

@@ -36,6 +36,9 @@ from typing import Any
 from hetero_constructs.local.cloud import LocalCloud
 from hetero_constructs.local.control import Command, ControlError, ControlServer
 from hetero_constructs.local.deploy.assets import AssetError
+from hetero_constructs.local.deploy.create import definition_problems
+from hetero_constructs.local.deploy.resolve import Resolver
+from hetero_constructs.local.deploy.template import Template
 from hetero_constructs.local.deploy.update import StackChange
 from hetero_constructs.local.run import template_problem
 from hetero_constructs.local.training import Outcome
@@ -225,6 +228,13 @@ class LocalAccount:
         return running[-1]
 
     def _deploy(self, template: Path) -> StackChange:
+        # Checked first: a definition moto refuses would leave the stack half changed.
+        loaded = Template.load(template)
+        where = {"region": self.cloud.region, "account": self.cloud.account}
+        resolver = Resolver(loaded.body, stack_name=loaded.stack_name, **where)
+        problems = definition_problems(loaded.body, resolver)
+        if problems:
+            raise ValueError(f"template {str(template)!r}: " + "; ".join(problems))
         self.cloud.deploy(template)
         change = self.cloud.changes[-1]
         machines = [m.arn for m in self.cloud.stack_machines(change.stack)]

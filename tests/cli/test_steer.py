@@ -131,12 +131,23 @@ def test_a_template_that_cannot_deploy_is_refused_with_nothing_changed(
     broken.write_text('{"Resources": ')
     not_a_template = tmp_path / "List.template.json"
     not_a_template.write_text("[]")
+    # JSON, and a template, but its state machine is no state machine: refused before any
+    # resource of it changes (its Lambda first), not half-way through.
+    bad_definition = tmp_path / "UserPipeline.template.json"
+    body = json.loads(user_pipeline.read_text())
+    for resource in body["Resources"].values():
+        if resource["Type"] == "AWS::Lambda::Function":
+            resource["Properties"]["Timeout"] = 30
+        if resource["Type"] == "AWS::StepFunctions::StateMachine":
+            resource["Properties"]["DefinitionString"] = '{"StartAt": "Nowhere", "States": {}}'
+    bad_definition.write_text(json.dumps(body))
     with LocalAccount([user_pipeline], port=0, simulate="Completed") as account:
         stacks = dict(account.stacks)
         for template, says in (
             (broken, "cannot be read as JSON"),
             (not_a_template, "no CloudFormation template"),
             (tmp_path / "Missing.template.json", "does not exist"),
+            (bad_definition, "state machine Pipeline"),
         ):
             code, out = cli("local", "deploy", str(template), "--endpoint-url", account.url)
             error = capsys.readouterr().err
@@ -147,6 +158,8 @@ def test_a_template_that_cannot_deploy_is_refused_with_nothing_changed(
                 ServedAccount(account.url).deploy([template])
             assert refused.value.name == "InvalidTemplate"
         assert account.stacks == stacks
+        functions = _client(account, "lambda").list_functions()["Functions"]
+        assert [f["Timeout"] for f in functions if "Preprocess" in f["FunctionName"]] == [3]
 
 
 def test_an_endpoint_that_is_no_served_account_is_named(

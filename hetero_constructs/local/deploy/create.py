@@ -345,17 +345,13 @@ class Deployer:
     def _state_machine(self, logical_id: str, resource: dict[str, Any]) -> None:
         properties = self.properties(resource)
         physical = self.resolver.physical(logical_id)
-        definition = properties.get("DefinitionString")
-        if definition is None and "Definition" in properties:
-            definition = json.dumps(properties["Definition"])
+        definition = state_machine_definition(properties)
         if definition is None:
             self.stack.notes.append(
                 f"{logical_id}: its definition is not in the template (DefinitionS3Location); "
                 "not deployed"
             )
             return
-        for key, value in (properties.get("DefinitionSubstitutions") or {}).items():
-            definition = str(definition).replace("${" + key + "}", _text(value))
         role = str(properties.get("RoleArn") or "")
         role_name = role.rsplit("/", 1)[-1] or "local-runner-states"
         self._ensure_role(role_name, "/", {"Version": "2012-10-17", "Statement": []})
@@ -436,6 +432,42 @@ class Deployer:
             self.stack.notes.append(f"not simulated (ids resolve, nothing is created): {listed}")
 
 
+def state_machine_definition(properties: dict[str, Any]) -> str | None:
+    """A state machine's definition as deployed, from its resolved properties (None: it is in
+    S3, ``DefinitionS3Location``)."""
+    definition = properties.get("DefinitionString")
+    if definition is None and "Definition" in properties:
+        definition = json.dumps(properties["Definition"])
+    if definition is None:
+        return None
+    for key, value in (properties.get("DefinitionSubstitutions") or {}).items():
+        definition = str(definition).replace("${" + key + "}", _text(value))
+    return str(definition)
+
+
+def definition_problems(template: dict[str, Any], resolver: Resolver) -> list[str]:
+    """Why each state machine of ``template`` would not deploy: its definition is not one
+    Step Functions' parser takes (moto's, as CreateStateMachine and UpdateStateMachine parse
+    it), checked before anything is created or changed."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    problems = []
+    for logical_id, resource in (template.get("Resources") or {}).items():
+        if resource.get("Type") != "AWS::StepFunctions::StateMachine":
+            continue
+        properties = resolver.resolve(resource.get("Properties", {}))
+        definition = state_machine_definition(properties if isinstance(properties, dict) else {})
+        if definition is None:
+            continue
+        try:
+            AmazonStateLanguageParser.parse(definition)
+        except Exception as error:  # the parser's own errors, or its ANTLR's
+            reason = " ".join(str(error).split())
+            cut = f"{reason[:300]}..." if len(reason) > 300 else reason
+            problems.append(f"state machine {logical_id}: its definition is refused ({cut})")
+    return problems
+
+
 def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -462,5 +494,7 @@ __all__ = [
     "DeployedStack",
     "Deployer",
     "StateMachine",
+    "definition_problems",
     "scratch_folder",
+    "state_machine_definition",
 ]
