@@ -34,7 +34,7 @@ def local() -> None:
     """A local AWS account: synthesized stacks served by moto on 127.0.0.1, no AWS account."""
 
 
-@local.command()
+@local.command(short_help="Serve synthesized stacks as a local account until Ctrl-C.")
 @click.argument("templates", nargs=-1, required=True, metavar="TEMPLATE...")
 @click.option(
     "--port",

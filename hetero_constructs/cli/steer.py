@@ -53,7 +53,7 @@ def _served(endpoint_url: str | None) -> Iterator[ServedAccount]:
         raise CliError(str(error), error.name, exit_code=code) from None
 
 
-@local.command()
+@local.command(short_help="Deploy new or changed stacks into the served account, runs kept.")
 @click.argument("templates", nargs=-1, required=True, metavar="TEMPLATE...")
 @endpoint_option
 @json_option
@@ -83,7 +83,7 @@ def deploy(templates: tuple[str, ...], endpoint_url: str | None, json_flag: bool
     return EXIT_SUCCEEDED
 
 
-@local.command()
+@local.command(short_help="Script drills for the served account's next training-job attempts.")
 @click.argument("outcomes", nargs=-1, metavar="[OUTCOME...]")
 @click.option("--clear", is_flag=True, help="drop what is scripted")
 @click.option(
@@ -133,7 +133,7 @@ def _show_script(out: Output, scripted: Script, json_flag: bool) -> None:
         out.console.print(line, markup=False, highlight=False)
 
 
-@local.command()
+@local.command(short_help="Interrupt a running job of the served account as a spot reclaim.")
 @click.argument("target", metavar="JOB_OR_RUN")
 @endpoint_option
 @json_option

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hetero_constructs.local.deploy.create import DEPLOYED_TYPES, Deployer
+from hetero_constructs.local.deploy.create import DEPLOYED_TYPES, DeployedStack, Deployer
 from hetero_constructs.local.deploy.resolve import Resolver
 from hetero_constructs.local.events import EventBus
 from hetero_constructs.local.lambdas import Lambdas
@@ -185,7 +185,7 @@ class Redeployer(Deployer):
             if lid not in self._skip or kind == "AWS::Lambda::EventInvokeConfig"
         ]
 
-    def deploy(self) -> Any:
+    def deploy(self) -> DeployedStack:
         """Create and update as ``change`` says; the rules the template lost fire no more."""
         stack = super().deploy()
         if self._gone_rules:
