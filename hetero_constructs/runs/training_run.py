@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
-from hetero_constructs.contract.metrics import final_metrics
+from hetero_constructs.contract.metrics import final_metrics, is_simulated
 from hetero_constructs.runs.clients import CLIENT_CONFIG, RunClients, new_session
 from hetero_constructs.runs.execution import (
     TrainingJob,
@@ -109,6 +109,8 @@ class JobStatus:
     instances: list[dict[str, Any]] = field(default_factory=list)
     #: ``FinalMetricDataList`` of a job that ended: metric name -> value.
     final_metrics: dict[str, float] = field(default_factory=dict)
+    #: A drill: its end was scripted (a local account's ``--outcome``) and no code ran.
+    simulated: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,6 +146,7 @@ def _job_status(job: TrainingJob, now: datetime) -> JobStatus:
         job.instance_groups,
         job.instances,
         {value.name: value.value for value in final_metrics(job.description)},
+        is_simulated(job.transitions),
     )
 
 

@@ -239,6 +239,12 @@ def test_outcomes_scripted_while_serving_end_the_next_attempts_as_drills(
     assert real["status"] == "Completed" and real["finalMetricDataList"]
     code, text = cli("status", "scripted", "--endpoint-url", url)
     assert "simulated: scripted, no code ran" in text
+    from hetero_constructs import TrainingRun
+    from hetero_constructs.runs.clients import RunClients
+
+    clients = RunClients.create(endpoint_url=url, region=account.region)
+    jobs = TrainingRun.attach("scripted", clients=clients).status().jobs
+    assert [job.simulated for job in jobs] == [True, False]
     code, text = cli("local", "script", "--endpoint-url", url)
     assert text == "nothing scripted: the next training-job attempts run for real\n"
 
