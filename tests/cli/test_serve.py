@@ -268,8 +268,19 @@ def the_python_api_starts_follows_and_reads_a_run() -> None:
     assert again.wait(out=None, poll_seconds=0.2, log_grace=1).succeeded
 
 
+def the_served_process_is_steered_through_its_port(user_pipeline: Path) -> None:
+    """``local script / deploy`` reach the account ``local serve`` runs in its own process
+    (found through AWS_ENDPOINT_URL, as every other command finds it)."""
+    code, text = cli("local", "script", "--json")
+    assert code == 0 and json.loads(text) == {"next": [], "simulated": True, "then": "Completed"}
+    code, text = cli("local", "deploy", str(user_pipeline), "--json")
+    assert code == 0, text
+    [stack] = json.loads(text)["stacks"]
+    assert (stack["stack"], stack["action"]) == ("UserPipeline", "unchanged")
+
+
 def test_the_local_account_serves_runs_as_aws_does(
-    account: str, capsys: pytest.CaptureFixture[str]
+    account: str, user_pipeline: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     a_run_fails_over_from_a_capacity_error_and_is_shown_in_time_order()
     stop_aborts_a_run()
@@ -278,6 +289,7 @@ def test_the_local_account_serves_runs_as_aws_does(
     a_users_pipeline_is_named_as_a_training_job_is()
     the_python_api_starts_follows_and_reads_a_run()
     plain_boto3_sees_the_account()
+    the_served_process_is_steered_through_its_port(user_pipeline)
 
 
 def test_serve_on_a_port_in_use_exits_at_once_naming_port_0(
