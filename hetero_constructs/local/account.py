@@ -11,12 +11,18 @@ seconds, and ends each training job: a real one (the default) as its hosts end, 
 job's own code on this machine; a drill (``outcomes``, in creation order, then ``simulate``)
 through its stages over ``job_duration`` to the outcome scripted for it.
 
-What moto's own CloudFormation does here: each stack is registered with ``CreateStack`` and its
-outputs, so ``DescribeStacks`` (and ``hetero-train run STACK/CONSTRUCT``) finds its state
-machines. The resources themselves are created by the local deployer (``deploy``): moto 5's
-CreateStack stops at a CDK template's bootstrap version parameter (an SSM parameter), then at
-its first Lambda function (the code is fetched from the bootstrap bucket the assets were never
-published to), and it runs no Lambda code nor delivers service events anyway.
+While it serves it is steered, with nothing lost: ``deploy`` deploys new or changed stacks into
+it (``deploy.update``), ``script`` scripts drills for the next attempts, ``interrupt``
+reclaims a running job's spot instances. Another process does the same through the account's
+control channel on its port (``control``; the client is ``steering.ServedAccount``).
+
+What moto's own CloudFormation does here: each stack is registered with ``CreateStack`` (or
+``UpdateStack``, redeployed) and its outputs, so ``DescribeStacks`` (and ``hetero-train run
+STACK/CONSTRUCT``) finds its state machines. The resources themselves are created by the local
+deployer (``deploy``): moto 5's CreateStack stops at a CDK template's bootstrap version
+parameter (an SSM parameter), then at its first Lambda function (the code is fetched from the
+bootstrap bucket the assets were never published to), and it runs no Lambda code nor delivers
+service events anyway.
 """
 
 from __future__ import annotations
