@@ -142,7 +142,8 @@ def interrupt(target: str, endpoint_url: str | None, json_flag: bool) -> int:
     """Interrupt a running training job of the served account as a spot reclaim does: every
     host killed at once, then the same job restarted on fresh hosts with its checkpoints
     restored (secondary statuses Interrupted, then Starting). JOB_OR_RUN: the job's name or
-    ARN, or a run (execution name or ARN) whose current attempt is running. A drill (a
+    ARN, or a run (execution name or ARN) whose current attempt is running. Only a spot job
+    (EnableManagedSpotTraining) can be: SageMaker reclaims no on-demand instance. A drill (a
     scripted outcome) runs no host and cannot be interrupted."""
     out = command_output(json_flag)
     with _served(endpoint_url) as account:
@@ -153,7 +154,7 @@ def interrupt(target: str, endpoint_url: str | None, json_flag: bool) -> int:
     of = f" (run {done.run.rsplit(':', 1)[-1]})" if done.run else ""
     out.console.print(
         f"interrupted training job {done.job}{of} as a spot reclaim: every host killed; it "
-        "restarts on fresh hosts from its checkpoints",
+        "restarts on fresh hosts, from its checkpoints where it has a checkpoint URI",
         markup=False,
         highlight=False,
     )

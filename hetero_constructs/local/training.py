@@ -369,10 +369,18 @@ class TrainingJobs:
         """A spot reclaim of a running real job, as managed spot training handles it: every
         host killed at once (checkpoints copied so far are kept), secondary status
         ``Interrupted``, then the same job starts again on fresh hosts (``Starting``), its
-        checkpoints restored. ``ValueError`` for a job that is not running for real."""
+        checkpoints restored. ``ValueError`` for a job that is not running for real, or that
+        runs on on-demand instances (SageMaker reclaims only spot ones)."""
         with self._lock:
             attempt = self.attempt(name)
             running = None if attempt.simulated else self.real.job(name)
+            if not attempt.simulated and not attempt.request.get("EnableManagedSpotTraining"):
+                raise ValueError(
+                    f"training job {name} cannot be interrupted as a spot reclaim: it runs on "
+                    "on-demand instances (EnableManagedSpotTraining is not set), which SageMaker "
+                    "does not reclaim. Fix: train on spot (use_spot_instances=True with max_wait, "
+                    "and a checkpoint_s3_uri to resume from), or stop the job instead"
+                )
             if attempt.status != "InProgress" or running is None:
                 raise ValueError(
                     f"training job {name} cannot be interrupted: it is {attempt.status}"

@@ -280,7 +280,7 @@ def test_a_running_job_interrupted_as_a_spot_reclaim_restarts_and_completes(
     [job] = [a.name for a in account.cloud.training.attempts]
     assert text == (
         f"interrupted training job {job} (run spot) as a spot reclaim: every host killed; it "
-        "restarts on fresh hosts from its checkpoints\n"
+        "restarts on fresh hosts, from its checkpoints where it has a checkpoint URI\n"
     )
     assert not [pid for pid in first if alive(pid)]  # every host killed at once
 

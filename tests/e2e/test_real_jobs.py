@@ -286,10 +286,17 @@ def test_a_spot_reclaim_restarts_the_job_from_its_checkpoints(tmp_path: Path) ->
         hps = {"marks": str(marks), "mode": "resume"}
         checkpoints = "s3://bucket/checkpoints/spot"
         sagemaker.create_training_job(
-            **request("spot", "bucket", hyperparameters=hps, checkpoints=checkpoints)
+            **request("spot", "bucket", hyperparameters=hps, checkpoints=checkpoints, spot=True)
         )
         wait_until(lambda: (marks / "algo-1.started1").exists(), 60, "the first start")
         first = marked_pids(marks)
+        # SageMaker reclaims spot instances only: an on-demand job is refused, and runs on.
+        on_demand = {"marks": str(tmp_path / "on-demand"), "mode": "wait"}
+        (tmp_path / "on-demand").mkdir()
+        sagemaker.create_training_job(**request("on-demand", "bucket", hyperparameters=on_demand))
+        with pytest.raises(ValueError, match=r"on-demand instances .* does not reclaim"):
+            local.interrupt_training_job("on-demand")
+        sagemaker.stop_training_job(TrainingJobName="on-demand")
         local.interrupt_training_job("spot")
         assert not [pid for pid in first if alive(pid)]  # every host killed at once
 
