@@ -29,6 +29,14 @@ from hetero_constructs.cli.simulation import (
 )
 
 
+def local_extra_missing(error: ImportError) -> CliError:
+    """What to install when the local account's packages (moto, its server) are missing."""
+    return CliError(
+        f"The local account needs the local extra ({error}). Fix: pip install "
+        "'hetero-constructs[local]'."
+    )
+
+
 @cli.group()
 def local() -> None:
     """A local AWS account: synthesized stacks served by moto on 127.0.0.1, no AWS account."""
@@ -82,10 +90,7 @@ def serve(
         from hetero_constructs.local.run import template_problem
         from hetero_constructs.local.uploads import Upload
     except ImportError as error:  # moto comes with the local extra
-        raise CliError(
-            f"The local account needs the local extra ({error}). Fix: pip install "
-            "'hetero-constructs[local]'."
-        ) from None
+        raise local_extra_missing(error) from None
 
     out = command_output(False)
     for template in templates:
@@ -172,4 +177,4 @@ def _stopped_by_sigterm(stop: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-__all__ = ["local", "serve"]
+__all__ = ["local", "local_extra_missing", "serve"]

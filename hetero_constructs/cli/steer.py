@@ -17,7 +17,7 @@ import click
 from hetero_constructs.cli.follow import EXIT_SUCCEEDED
 from hetero_constructs.cli.group import command_output, handles_errors, json_option
 from hetero_constructs.cli.output import CliError, Output
-from hetero_constructs.cli.serve import local
+from hetero_constructs.cli.serve import local, local_extra_missing
 from hetero_constructs.cli.simulation import parse_outcomes
 from hetero_constructs.cli.targets import EXIT_USAGE
 
@@ -42,10 +42,7 @@ def _served(endpoint_url: str | None) -> Iterator[ServedAccount]:
     try:
         from hetero_constructs.local.steering import ServedAccount, SteeringError
     except ImportError as error:  # moto comes with the local extra
-        raise CliError(
-            f"The local account needs the local extra ({error}). Fix: pip install "
-            "'hetero-constructs[local]'."
-        ) from None
+        raise local_extra_missing(error) from None
     try:
         yield ServedAccount(endpoint_url or os.environ.get("AWS_ENDPOINT_URL"))
     except SteeringError as error:
