@@ -123,6 +123,7 @@ class LocalCloud:
         from moto import mock_aws
 
         for key, value in {
+            "AWS_ENDPOINT_URL": None,  # the shell's (`local serve` prints one) bypasses moto
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_SESSION_TOKEN": "testing",

@@ -63,10 +63,13 @@ def _restore(owner: Any, name: str, original: Any, missing: object) -> None:
 
 
 @contextlib.contextmanager
-def environment_variable(key: str, value: str) -> Iterator[None]:
-    """``os.environ[key]`` set to ``value`` while the context lasts."""
+def environment_variable(key: str, value: str | None) -> Iterator[None]:
+    """``os.environ[key]`` set to ``value`` (unset for ``None``) while the context lasts."""
     previous = os.environ.get(key)
-    os.environ[key] = value
+    if value is None:
+        os.environ.pop(key, None)
+    else:
+        os.environ[key] = value
     try:
         yield
     finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import boto3
@@ -46,6 +47,18 @@ def test_a_file_goes_to_the_key_or_under_a_prefix(tmp_path: Path) -> None:
         Upload.parse(f"{source}=s3://my-data/under/").put("us-west-2")
         Upload.parse(f"{source}=s3://my-data").put("us-west-2")  # the bucket's top
         assert sorted(_objects("my-data")) == ["a.csv", "exact/name.csv", "under/a.csv"]
+
+
+def test_the_shells_endpoint_url_is_not_where_the_local_cloud_sends_its_calls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The `export` line `local serve` prints, left in the shell: nothing listens there now.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    source = _tree(tmp_path / "train") / "a.csv"
+    with LocalCloud():
+        Upload.parse(f"{source}=s3://my-data/a.csv").put("us-west-2")
+        assert _objects("my-data") == {"a.csv": b"x,label\n1,0\n"}
+    assert os.environ["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"  # the shell's, put back
 
 
 @pytest.mark.parametrize(
