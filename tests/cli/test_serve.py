@@ -144,12 +144,18 @@ def a_run_fails_over_from_a_capacity_error_and_is_shown_in_time_order() -> None:
 
 
 def stop_aborts_a_run() -> None:
+    # The run's job lasts until the stop, however slow the machine (the account's 1 s drill
+    # could end the run first); later drills last 1 s again, nothing left scripted.
+    code, _ = cli("local", "script", "Completed", "--job-duration", "3600")
+    assert code == 0
     code, _ = cli("run", "HeteroTrainingExample/Training", "--name", "served-stop", "--no-follow")
     assert code == 0
     code, text = cli("stop", "served-stop", "--json")
     assert code == 0
     stopped = json.loads(text)
     assert stopped["stoppedExecution"] is True and stopped["status"] == "ABORTED"
+    assert cli("local", "script", "Completed", "--job-duration", "1")[0] == 0
+    assert cli("local", "script", "--clear")[0] == 0
 
 
 def redrive_takes_an_aborted_run_on_and_refuses_a_succeeded_one(
