@@ -11,6 +11,7 @@ runs.
 from __future__ import annotations
 
 import contextlib
+import errno
 import signal
 import threading
 from collections.abc import Iterator
@@ -121,7 +122,9 @@ def serve(
         raise CliError(str(error), "AssetError") from None
     except ValueError as error:  # a state machine definition moto refuses
         raise CliError(str(error), "InvalidTemplate") from None
-    except OSError as error:  # the port is taken
+    except OSError as error:
+        if error.errno not in (errno.EADDRINUSE, errno.EACCES):
+            raise CliError(f"The local account could not start: {error}", "StartFailed") from None
         raise CliError(
             f"The local account cannot listen on 127.0.0.1:{port} ({error.strerror or error})."
             " Fix: pass --port 0 (a free port, printed on start), another --port, or stop what "

@@ -47,7 +47,7 @@ from hetero_constructs.local.deploy.resolve import Resolver
 from hetero_constructs.local.deploy.template import Template
 from hetero_constructs.local.deploy.update import StackChange
 from hetero_constructs.local.run import template_problem
-from hetero_constructs.local.training import Outcome
+from hetero_constructs.local.training import OnDemandJob, Outcome
 from hetero_constructs.runs.execution import read_run
 from hetero_constructs.runs.targets import (
     LOCAL_MACHINE_OUTPUT_PREFIX,
@@ -316,6 +316,8 @@ class LocalAccount:
             job, run = self.interrupt(target)
         except LookupError as error:
             raise ControlError("NotFound", str(error), 404) from None
+        except OnDemandJob as error:
+            raise ControlError("NotSpot", str(error), 409) from None
         except ValueError as error:
             raise ControlError("NotRunning", str(error), 409) from None
         return {"job": job, "run": run}

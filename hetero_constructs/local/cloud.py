@@ -124,6 +124,7 @@ class LocalCloud:
 
         for key, value in {
             "AWS_ENDPOINT_URL": None,  # the shell's (`local serve` prints one) bypasses moto
+            **dict.fromkeys((k for k in os.environ if k.startswith("AWS_ENDPOINT_URL_")), None),
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_SESSION_TOKEN": "testing",

@@ -54,6 +54,10 @@ TERMINAL_JOB_STATUSES = ("Completed", "Failed", "Stopped")
 EventSink = Callable[[dict[str, Any]], None]
 
 
+class OnDemandJob(ValueError):
+    """A spot reclaim asked of a job on on-demand instances, which SageMaker never reclaims."""
+
+
 class TrainingJobs:
     """The simulated training-job lifecycle (install once, inside moto)."""
 
@@ -370,12 +374,12 @@ class TrainingJobs:
         host killed at once (checkpoints copied so far are kept), secondary status
         ``Interrupted``, then the same job starts again on fresh hosts (``Starting``), its
         checkpoints restored. ``ValueError`` for a job that is not running for real, or that
-        runs on on-demand instances (SageMaker reclaims only spot ones)."""
+        runs on on-demand instances (``OnDemandJob``: SageMaker reclaims only spot ones)."""
         with self._lock:
             attempt = self.attempt(name)
             running = None if attempt.simulated else self.real.job(name)
             if not attempt.simulated and not attempt.request.get("EnableManagedSpotTraining"):
-                raise ValueError(
+                raise OnDemandJob(
                     f"training job {name} cannot be interrupted as a spot reclaim: it runs on "
                     "on-demand instances (EnableManagedSpotTraining is not set), which SageMaker "
                     "does not reclaim. Fix: train on spot (use_spot_instances=True with max_wait, "
@@ -458,6 +462,7 @@ __all__ = [
     "OUTCOME_STATUSES",
     "TERMINAL_JOB_STATUSES",
     "EventSink",
+    "OnDemandJob",
     "Outcome",
     "TrainingJobAttempt",
     "TrainingJobs",

@@ -18,6 +18,7 @@ import pytest
 
 from hetero_constructs.local import LocalCloud
 from hetero_constructs.local.account import LocalAccount
+from hetero_constructs.local.training import OnDemandJob
 from tests.fixtures.host_jobs import (
     CODE_KEY,
     alive,
@@ -294,7 +295,7 @@ def test_a_spot_reclaim_restarts_the_job_from_its_checkpoints(tmp_path: Path) ->
         on_demand = {"marks": str(tmp_path / "on-demand"), "mode": "wait"}
         (tmp_path / "on-demand").mkdir()
         sagemaker.create_training_job(**request("on-demand", "bucket", hyperparameters=on_demand))
-        with pytest.raises(ValueError, match=r"on-demand instances .* does not reclaim"):
+        with pytest.raises(OnDemandJob, match=r"on-demand instances .* does not reclaim"):
             local.interrupt_training_job("on-demand")
         sagemaker.stop_training_job(TrainingJobName="on-demand")
         local.interrupt_training_job("spot")

@@ -49,16 +49,18 @@ def test_a_file_goes_to_the_key_or_under_a_prefix(tmp_path: Path) -> None:
         assert sorted(_objects("my-data")) == ["a.csv", "exact/name.csv", "under/a.csv"]
 
 
+@pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"])
 def test_the_shells_endpoint_url_is_not_where_the_local_cloud_sends_its_calls(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
 ) -> None:
-    # The `export` line `local serve` prints, left in the shell: nothing listens there now.
-    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+    # The `export` line `local serve` prints (or a service's own), left in the shell: nothing
+    # listens there now.
+    monkeypatch.setenv(variable, "http://127.0.0.1:9")
     source = _tree(tmp_path / "train") / "a.csv"
     with LocalCloud():
         Upload.parse(f"{source}=s3://my-data/a.csv").put("us-west-2")
         assert _objects("my-data") == {"a.csv": b"x,label\n1,0\n"}
-    assert os.environ["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"  # the shell's, put back
+    assert os.environ[variable] == "http://127.0.0.1:9"  # the shell's, put back
 
 
 @pytest.mark.parametrize(
