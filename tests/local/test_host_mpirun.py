@@ -71,6 +71,16 @@ if args.mode == "fail" and rank == "1":
 """
 
 
+def _wait_gone(pids: list[int], what: str) -> None:
+    """Wait until every one of ``pids`` has died; a failure leaves nothing running either."""
+    try:
+        wait_until(lambda: not [pid for pid in pids if alive(pid)], 30, what)
+    finally:
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 class Jobs:
     """Jobs of ``SCRIPT`` on a folder of buckets; what their hosts wrote, collected."""
 
@@ -267,12 +277,7 @@ def test_killing_an_mpi_job_kills_its_ranks(tmp_path: Path) -> None:
     assert all(os.getpgid(pid) != job.pids()[0] for pid in ranks)  # not in the host's group
     job.kill("Interrupted")
     assert job.wait(60)
-    try:
-        wait_until(lambda: not [pid for pid in ranks if alive(pid)], 30, "the ranks to die")
-    finally:  # a failure leaves nothing running either
-        for pid in ranks:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+    _wait_gone(ranks, "the ranks to die")
 
 
 @pytest.mark.slow  # torchrun imports torch on both hosts: seconds on two busy cores
@@ -288,12 +293,7 @@ def test_killing_a_torchrun_job_kills_its_workers(tmp_path: Path) -> None:
     assert all(os.getsid(pid) not in job.pids() for pid in workers)  # not the hosts' sessions
     job.kill("Interrupted")
     assert job.wait(60)
-    try:
-        wait_until(lambda: not [pid for pid in workers if alive(pid)], 30, "the workers to die")
-    finally:  # a failure leaves nothing running either
-        for pid in workers:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+    _wait_gone(workers, "the workers to die")
 
 
 @pytest.mark.parametrize("how", ["the script exits", "the job is killed"])
@@ -310,12 +310,7 @@ def test_what_leaves_the_hosts_session_dies_with_it(tmp_path: Path, how: str) ->
         assert job.ending.status == "Completed", job.ending.reason
     left = jobs.pids(".left")
     assert left
-    try:
-        wait_until(lambda: not [pid for pid in left if alive(pid)], 30, "the process left behind")
-    finally:  # a failure leaves nothing running either
-        for pid in left:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
+    _wait_gone(left, "the process left behind")
 
 
 def test_without_mpirun_the_job_fails_at_once_naming_what_to_install(
